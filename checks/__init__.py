@@ -1,0 +1,1 @@
+"""Bridges between the Python model and the formal tools (TLC, z3)."""
