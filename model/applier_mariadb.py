@@ -1,0 +1,287 @@
+"""The MariaDB parallel replica (design §5 `mariadb_*`; semantics.md §3.3–§3.6, §3.8).
+
+- The SQL driver thread reads the relay log in order and queues each transaction to the next
+  thread slot round-robin (`choose_thread`); it blocks when that thread already holds
+  `max_queued` transactions (the byte limit `slave_parallel_max_queued`, counted here in
+  transactions). A thread runs its queue in order, one transaction at a time, and is held until
+  that transaction commits.
+- Group commit orderers (`rpl_parallel::do_event`): the driver decides per transaction whether it
+  joins the current GCO or opens a new one whose `wait_count` is the number of transactions
+  queued before it. A transaction may start once `count_committing >= wait_count`, i.e. every
+  earlier transaction has started its commit (`mark_start_commit` at its XID; for a standalone
+  DDL after its commit). Speculation WAIT (non-transactional, or under optimistic a transaction
+  that waited on the source or may not run in parallel) also waits for its predecessor's commit.
+- Commits are in relay-log order, in groups sharing one sync (`wait_for_prior_commit` +
+  `queue_for_group_commit`).
+- Row locks: a transaction takes its keys when it starts and holds them to its commit. Waiting
+  for an earlier holder is a lock wait. Finding a later holder (it would wait for us to commit:
+  a deadlock InnoDB cannot see) kills the holder (`thd_rpl_deadlock_check`): it rolls back,
+  un-marks its commit start, waits for its predecessor to commit and retries. A DDL waits (its
+  MDL) until every earlier transaction committed.
+Simplifications: one replication domain; the thread pool's LIFO free list is not modelled (with
+one domain, slot i is served by one thread); a lock is taken for the whole transaction at start.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from typing import Callable, Iterable
+
+from .profiles import Profile
+from .simcore import (CAUSES, CommitStage, Deadlock, SimulationError, TxnRun,
+                      account_commit_wait)
+
+MODES = {"conservative": 1, "optimistic": 2, "aggressive": 3}
+MARIADB_BUGS = frozenset({"gco_start_on_exec", "optimistic_no_kill"})
+
+EXEC_END, READY, SYNC_END, RESUME = 0, 1, CommitStage.SYNC_END, 3
+MULTI_BATCH, FORCE_SWITCH = 1, 2
+PHASE_GCO, PHASE_PRIOR, PHASE_LOCKS = 0, 1, 2
+
+
+def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
+                     sink: Callable[[TxnRun], None], *, mode: str = "conservative",
+                     max_queued: int = 64,
+                     bugs: frozenset[str] = frozenset()) -> dict[str, float]:
+    """Simulate `stream` of `(txn, (group_id, flags))`; call `sink` with each committed run;
+    return the time blocked by cause."""
+    if workers < 1:
+        raise SimulationError("workers must be at least 1")
+    if mode not in MODES:
+        raise SimulationError(f"unknown MariaDB mode {mode!r}; known: {', '.join(MODES)}")
+    level = MODES[mode]
+    start_on_exec = "gco_start_on_exec" in bugs
+    no_kill = "optimistic_no_kill" in bugs
+
+    heap: list = []
+    counter = itertools.count()
+    push, pop = heapq.heappush, heapq.heappop
+    stage = CommitStage(profile.sync, True, heap, counter)
+    sync, retry_cost = profile.sync, profile.retry
+    exec_cost, commit_cost = profile.exec_cost, profile.commit_cost
+    blocked = dict.fromkeys(CAUSES, 0.0)
+
+    queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
+    current: list[TxnRun | None] = [None] * workers
+    locks: dict[str, TxnRun] = {}
+    lock_waiters: dict[int, list[TxnRun]] = {}    # holder seq -> runs waiting for its commit
+    prior_waiters: dict[int, TxnRun] = {}         # seq that must commit first -> waiting run
+    gco_waiters: list = []                        # heap of (wait_count, seq, run)
+    count_committing = 0                          # transactions that did mark_start_commit
+    count_started = 0                             # (bug gco_start_on_exec) that started
+    committed_upto = 0                            # in-order commits: last committed seq
+
+    # driver state
+    driver_t = 0.0
+    cause = None
+    since = 0.0
+    slot = 0
+    queued = 0
+    gco_wait_count = 0
+    gco_flags = 0
+    last_commit_id = None
+    it = iter(stream)
+    nxt: TxnRun | None = None
+    committed = 0
+
+    def advance():
+        nonlocal nxt
+        item = next(it, None)
+        if item is None:
+            nxt = None
+        else:
+            txn, dep = item
+            nxt = TxnRun(txn, dep, exec_cost(txn), commit_cost(txn))
+            if stage.next_seq is None:
+                stage.next_seq = txn.seq
+                nonlocal committed_upto
+                committed_upto = txn.seq - 1
+
+    def classify(run: TxnRun) -> None:
+        """`rpl_parallel::do_event`: the GCO this transaction joins and its speculation."""
+        nonlocal gco_wait_count, gco_flags, last_commit_id
+        group_id, flags = run.dep
+        ddl = "ddl" in flags
+        f = gco_flags
+        if not group_id or group_id != last_commit_id:
+            f |= MULTI_BATCH
+        if ddl:
+            f |= FORCE_SWITCH
+        wait = False
+        if not f & MULTI_BATCH:
+            new_gco = False
+        elif level >= MODES["optimistic"] and not f & FORCE_SWITCH:
+            new_gco = False
+            wait = ("transactional" not in flags or (
+                level < MODES["aggressive"]
+                and ("allow_parallel" not in flags or "waited" in flags)))
+        else:
+            new_gco = True
+        last_commit_id = group_id
+        if new_gco:
+            gco_wait_count = queued
+            gco_flags = FORCE_SWITCH if ddl else 0
+        else:
+            gco_flags = f
+        run.gco_wait = gco_wait_count
+        run.spec_wait = wait
+
+    def wait(run: TxnRun, why: str, now: float) -> None:
+        run.wait_cause, run.wait_since = why, now
+
+    def resume(run: TxnRun, now: float) -> None:
+        if run.wait_cause is not None:
+            blocked[run.wait_cause] += now - run.wait_since
+            run.wait_cause = None
+
+    def try_start(run: TxnRun, now: float) -> None:
+        nonlocal count_started
+        resume(run, now)
+        if run.phase == PHASE_GCO:
+            reached = count_started if start_on_exec else count_committing
+            if reached < run.gco_wait:
+                heapq.heappush(gco_waiters, (run.gco_wait, run.seq, run))
+                wait(run, "gco_wait", now)
+                return
+            run.phase = PHASE_PRIOR
+        if run.phase == PHASE_PRIOR:
+            if (run.spec_wait or run.retries) and committed_upto < run.seq - 1:
+                prior_waiters[run.seq - 1] = run
+                wait(run, "prior_commit_wait", now)
+                return
+            run.phase = PHASE_LOCKS
+        if "ddl" in run.dep[1] and committed_upto < run.seq - 1:
+            prior_waiters[run.seq - 1] = run         # MDL: every earlier one must commit
+            wait(run, "lock_wait", now)
+            return
+        for key in run.txn.writes:
+            holder = locks.get(key)
+            if holder is None or holder is run:
+                continue
+            if holder.seq < run.seq or no_kill:
+                lock_waiters.setdefault(holder.seq, []).append(run)
+                wait(run, "lock_wait", now)
+                return
+            kill(holder, now)
+        for key in run.txn.writes:
+            locks[key] = run
+        if run.attempt == 0:
+            count_started += 1
+        run.start = now
+        run.exec_end = now + run.exec
+        push(heap, (run.exec_end, next(counter), EXEC_END, (run, run.attempt)))
+
+    def release_locks(run: TxnRun, now: float) -> None:
+        """Waiters retry through the event heap, never inside another run's lock loop."""
+        for key in run.txn.writes:
+            if locks.get(key) is run:
+                del locks[key]
+        for waiter in lock_waiters.pop(run.seq, ()):
+            push(heap, (now, next(counter), RESUME, waiter))
+
+    def kill(victim: TxnRun, now: float) -> None:
+        """The later lock holder rolls back and will retry after its predecessor commits."""
+        nonlocal count_committing
+        victim.retries += 1
+        victim.wasted += now - victim.start
+        blocked["retry"] += now - victim.start
+        victim.attempt += 1                      # its pending events become stale
+        stage.withdraw(victim)
+        if victim.marked:                        # unmark_start_commit
+            victim.marked = False
+            count_committing -= 1
+        victim.start = victim.exec_end = victim.ready = None
+        victim.phase = PHASE_PRIOR
+        victim.wait_cause = None
+        release_locks(victim, now)
+        try_start(victim, now)                   # parks it until its predecessor commits
+
+    def mark_start_commit(run: TxnRun, now: float) -> None:
+        nonlocal count_committing
+        run.marked = True
+        count_committing += 1
+        while gco_waiters and gco_waiters[0][0] <= count_committing:
+            _, _, waiter = heapq.heappop(gco_waiters)
+            try_start(waiter, now)
+
+    def take_next(w: int, now: float) -> None:
+        if current[w] is None and queues[w]:
+            run = queues[w].popleft()
+            current[w] = run
+            try_start(run, now)
+
+    def driver_blocked() -> str | None:
+        if len(queues[slot]) + (current[slot] is not None) > max_queued:
+            return "no_free_worker"
+        return None
+
+    advance()
+    while True:
+        if nxt is not None and cause is None and (not heap or heap[0][0] > driver_t):
+            cause = driver_blocked()
+            if cause is not None:
+                since = driver_t
+                continue
+            run = nxt
+            classify(run)
+            run.worker = slot
+            run.dispatch = driver_t
+            driver_t += profile.dispatch
+            queues[slot].append(run)
+            queued += 1
+            take_next(slot, driver_t)
+            slot = (slot + 1) % workers
+            advance()
+            continue
+        if not heap:
+            break
+        t, _, kind, payload = pop(heap)
+        if kind == EXEC_END:
+            run, attempt = payload
+            if attempt == run.attempt:
+                if "ddl" not in run.dep[1]:
+                    mark_start_commit(run, t)
+                run.ready = t + run.commit_cost
+                push(heap, (run.ready, next(counter), READY, (run, attempt)))
+        elif kind == READY:
+            run, attempt = payload
+            if attempt == run.attempt:
+                stage.add(run, t)
+        elif kind == RESUME:
+            try_start(payload, t)
+        else:  # SYNC_END
+            for run in payload:
+                run.commit = t
+                committed_upto = run.seq
+                committed += 1
+                account_commit_wait(run, sync, True, blocked)
+                if "ddl" in run.dep[1]:
+                    mark_start_commit(run, t)
+                release_locks(run, t)
+                current[run.worker] = None
+                sink(run)
+            stage.group_done(payload, t)
+            for run in payload:
+                waiter = prior_waiters.pop(run.seq, None)
+                if waiter is not None:
+                    if waiter.retries and waiter.wait_cause == "prior_commit_wait":
+                        resume(waiter, t)
+                        blocked["retry"] += retry_cost
+                        push(heap, (t + retry_cost, next(counter), RESUME, waiter))
+                    else:
+                        try_start(waiter, t)
+                take_next(run.worker, t)
+        if cause is not None:
+            now_cause = driver_blocked()
+            if now_cause != cause:
+                blocked[cause] += t - since
+                since, cause = t, now_cause
+                if cause is None:
+                    driver_t = max(driver_t, t)
+    if nxt is not None or committed != queued:
+        stuck = sorted(r.seq for r in current if r is not None)
+        raise Deadlock(f"no event can fire while {queued - committed} queued transactions have "
+                       f"not committed (running on threads: seq {stuck[:8]}); "
+                       f"`NoDeadlock` violated")
+    return blocked

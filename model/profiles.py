@@ -1,0 +1,61 @@
+"""Cost profiles (design §5): what a transaction costs on a replica when the trace does not say.
+
+Times are in microseconds. A trace's own `exec` / `commit` costs always win over a profile's
+defaults. Every profile carries its provenance: where its numbers come from. The `durable` and
+`relaxed` defaults are assumptions until a calibration against a real replica replaces them;
+their provenance says so, and `score` prints it, so no figure passes for measured when it is not.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    exec_default: float     # execution cost of a transaction whose trace line has no `exec`
+    commit_default: float   # its own commit step (prepare, engine commit) when no `commit`
+    sync: float             # one durable sync per group of commits made together
+    dispatch: float         # coordinator / driver time to read and hand out one transaction
+    retry: float            # rollback and re-read cost of one retry (on top of re-executing)
+    provenance: str
+
+    def exec_cost(self, txn) -> float:
+        return self.exec_default if txn.exec is None else txn.exec
+
+    def commit_cost(self, txn) -> float:
+        return self.commit_default if txn.commit is None else txn.commit
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p for p in (
+        Profile("ideal", exec_default=1.0, commit_default=0.0, sync=0.0, dispatch=0.0, retry=0.0,
+                provenance="by definition: only the trace's own exec/commit costs count (a "
+                           "transaction without `exec` costs 1 unit); no sync, no dispatch cost; "
+                           "for hand-checked examples"),
+        Profile("durable", exec_default=200.0, commit_default=20.0, sync=1000.0, dispatch=5.0,
+                retry=50.0,
+                provenance="assumed defaults, NOT calibrated: sync_binlog=1 and "
+                           "innodb_flush_log_at_trx_commit=1 modelled as one 1 ms sync per group "
+                           "commit; replace by a profile fitted on a real replica"),
+        Profile("relaxed", exec_default=200.0, commit_default=20.0, sync=20.0, dispatch=5.0,
+                retry=50.0,
+                provenance="assumed defaults, NOT calibrated: sync_binlog=0 and "
+                           "innodb_flush_log_at_trx_commit=2 modelled as a 20 us group write "
+                           "without fsync; replace by a profile fitted on a real replica"),
+    )
+}
+
+
+class ProfileError(ValueError):
+    pass
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ProfileError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None

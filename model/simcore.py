@@ -1,0 +1,126 @@
+"""What every applier simulation shares: the per-transaction run record, the group-commit stage,
+the causes of waiting, and the errors a simulation can end with.
+
+Times are in the profile's unit (microseconds). Each applier is a discrete-event simulation with
+one heap of events; a transaction's record is handed to a sink as soon as it commits, so memory
+is bounded by what is in flight, not by the trace.
+"""
+from __future__ import annotations
+
+import heapq
+
+# Why something waited (design §5). The coordinator/driver causes are time the one dispatching
+# thread spent blocked; the per-transaction causes are summed over transactions.
+COORDINATOR_CAUSES = ("dependency", "barrier", "window_full", "no_free_worker")
+TXN_CAUSES = ("gco_wait", "prior_commit_wait", "lock_wait", "commit_order", "sync_wait", "retry")
+CAUSES = COORDINATOR_CAUSES + TXN_CAUSES
+
+
+class SimulationError(Exception):
+    pass
+
+
+class Deadlock(SimulationError):
+    """`NoDeadlock` violated: work remains and no event can ever fire again."""
+
+
+class TxnRun:
+    """One transaction's life on the replica (the schedule row of docs/names.md)."""
+
+    __slots__ = ("seq", "txn", "dep", "worker", "dispatch", "start", "exec_end", "ready",
+                 "commit", "retries", "wasted", "exec", "commit_cost", "attempt", "phase",
+                 "gco_wait", "spec_wait", "marked", "wait_since", "wait_cause", "done",
+                 "sync_cost")
+
+    def __init__(self, txn, dep, exec_cost: float, commit_cost: float):
+        self.seq = txn.seq
+        self.txn = txn
+        self.dep = dep
+        self.exec = exec_cost
+        self.commit_cost = commit_cost
+        self.worker = -1
+        self.dispatch = self.start = self.exec_end = self.ready = self.commit = None
+        self.retries = 0
+        self.wasted = 0.0
+        self.attempt = 0
+        self.phase = 0
+        self.gco_wait = 0
+        self.spec_wait = False
+        self.marked = False
+        self.wait_since = 0.0
+        self.wait_cause = None
+        self.done = False
+        self.sync_cost = 0.0
+
+    def to_json(self) -> dict:
+        """The schedule row: worker numbered from 1 as performance_schema shows it."""
+        out = {"seq": self.seq, "worker": self.worker + 1, "dispatch": self.dispatch,
+               "start": self.start, "exec_end": self.exec_end, "commit": self.commit,
+               "retries": self.retries}
+        if self.txn.gtid is not None:
+            out["gtid"] = self.txn.gtid
+        return out
+
+
+class CommitStage:
+    """Binlog group commit: transactions ready to commit are made durable together, one sync
+    per group (MySQL `ordered_commit`, MariaDB `queue_for_group_commit`, semantics §1.7, §3.8).
+
+    Ordered: a transaction joins a group only when every earlier one is committed or in the same
+    group. Whoever becomes ready while a sync runs waits for the next group (leader/follower).
+    """
+
+    __slots__ = ("sync", "ordered", "busy", "waiting", "next_seq", "heap", "counter")
+
+    SYNC_END = 2  # event kind, shared with the appliers' event loops
+
+    def __init__(self, sync: float, ordered: bool, heap: list, counter):
+        self.sync = sync
+        self.ordered = ordered
+        self.busy = False
+        self.waiting: dict[int, TxnRun] = {}
+        self.next_seq = None  # ordered: the lowest seq not yet committed
+        self.heap = heap
+        self.counter = counter
+
+    def add(self, run: TxnRun, now: float) -> None:
+        self.waiting[run.seq] = run
+        if not self.busy:
+            self._start_group(now)
+
+    def withdraw(self, run: TxnRun) -> None:
+        """A killed transaction leaves the queue before its group formed."""
+        self.waiting.pop(run.seq, None)
+
+    def group_done(self, batch: list[TxnRun], now: float) -> None:
+        """Called at the end of a group's sync, after its members are marked committed."""
+        self.busy = False
+        if self.ordered:
+            self.next_seq = batch[-1].seq + 1
+        self._start_group(now)
+
+    def _start_group(self, now: float) -> None:
+        waiting = self.waiting
+        if not waiting:
+            return
+        if self.ordered:
+            seq = self.next_seq
+            batch = []
+            while seq in waiting:
+                batch.append(waiting.pop(seq))
+                seq += 1
+            if not batch:
+                return
+        else:
+            batch = [waiting[s] for s in sorted(waiting)]
+            waiting.clear()
+        self.busy = True
+        heapq.heappush(self.heap, (now + self.sync, next(self.counter), self.SYNC_END, batch))
+
+
+def account_commit_wait(run: TxnRun, sync: float, ordered: bool, blocked: dict) -> None:
+    """Time between ready and commit beyond the group's own sync: waiting for the commit turn
+    (ordered) or for the sync in progress to finish (unordered)."""
+    wait = run.commit - run.ready - sync
+    if wait > 1e-9:
+        blocked["commit_order" if ordered else "sync_wait"] += wait
