@@ -351,6 +351,21 @@ def write_jsonl_atomic(path: str, lines: Iterable[dict]) -> None:
         raise
 
 
+def write_text_atomic(path: str, text: str) -> None:
+    """Write a text file atomically (temporary file in the same folder + rename)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def write_trace(path: str, txns: Iterable[Txn], source: dict | None = None) -> None:
     """Write a trace atomically: header, then one transaction per line."""
     def lines() -> Iterator[dict]:

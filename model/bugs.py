@@ -1,0 +1,50 @@
+"""The bug catalogue (design §7): each entry is a flag of the Python model (`bugs=`, CLI
+`--inject-bug NAME`) and a `*_bug.cfg` of the specs, with the property it must violate."""
+from __future__ import annotations
+
+# id -> (where it lives, the mutation, the properties it must violate)
+CATALOGUE: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "lwm_off_by_one": ("mysql applier", "start when last_committed <= lwm + 1",
+                       ("DependenciesRespected", "NoConflictingOverlap")),
+    "lwm_not_prefix": ("mysql applier", "lwm = highest committed, not the committed prefix",
+                       ("NoConflictingOverlap",)),
+    "rotation_ignored": ("mysql applier", "compare sequence numbers across binlog files",
+                         ("NoConflictingOverlap",)),
+    "commit_order_unenforced": ("mysql applier", "preserve-commit-order flag ignored",
+                                ("CommitOrderPreserved",)),
+    "history_evict_no_floor": ("writeset tracker",
+                               "writeset history evicts entries without raising the floor",
+                               ("TrackerSoundness",)),
+    "ddl_not_isolated": ("writeset tracker", "empty-writeset/DDL transaction treated as independent",
+                         ("TrackerSoundness",)),
+    "unique_keys_ignored": ("writeset tracker", "only PRIMARY hashed (MySQL Bug #86078 family)",
+                            ("TrackerSoundness",)),
+    "before_image_ignored": ("writeset tracker", "UPDATE hashes only its after image",
+                             ("TrackerSoundness",)),
+    "session_order_dropped": ("writeset_session tracker", "writeset_session without the session rule",
+                              ("SessionOrder",)),
+    "group_not_split_on_wait": ("slave_group_commit tracker",
+                                "slave group commit keeps a waiting transaction in the group",
+                                ("GroupConflictFree",)),
+    "gco_start_on_exec": ("mariadb applier",
+                          "next group starts when the previous group started executing",
+                          ("NoConflictingOverlap",)),
+    "optimistic_no_kill": ("mariadb applier", "optimistic mode without killing the later lock holder",
+                           ("NoDeadlock",)),
+    "admin_barrier_missing": ("source / writeset tracker",
+                              "statements that release locks early get ordinary timestamps",
+                              ("NoConflictingOverlap",)),
+}
+
+
+class UnknownBug(ValueError):
+    pass
+
+
+def check_bugs(names) -> frozenset[str]:
+    bugs = frozenset(names or ())
+    unknown = bugs - CATALOGUE.keys()
+    if unknown:
+        raise UnknownBug(f"unknown bug {', '.join(sorted(unknown))}; the catalogue: "
+                         f"{', '.join(CATALOGUE)}")
+    return bugs

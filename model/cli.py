@@ -1,0 +1,432 @@
+"""The `commitsched` command line.
+
+Every failure a user can cause (a bad trace, an unknown scheduler, an impossible option) ends in
+one line `commitsched: error: ...` and exit status 2, never a traceback; outputs are written
+atomically, so a failed command leaves nothing half-written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Sequence
+
+from . import __version__
+from .profiles import PROFILES, ProfileError, get_profile
+from .trace import TraceError, iter_trace, load_trace, write_trace
+
+# Traces bigger than this are re-read for each run instead of held in memory.
+STREAM_ABOVE_BYTES = 64 * 1024 * 1024
+
+
+class UsageError(Exception):
+    pass
+
+
+# ------------------------------------------------------------------ helpers
+
+def _workers(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected worker counts like 1,2,4,8, got {text!r}")
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"worker counts must be positive integers, got {text!r}")
+    return values
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def _on_off(text: str) -> bool:
+    if text.lower() in ("on", "1", "true", "yes"):
+        return True
+    if text.lower() in ("off", "0", "false", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected on or off, got {text!r}")
+
+
+class Progress:
+    """One self-overwriting status line on stderr, only when it is a terminal."""
+
+    def __init__(self, quiet: bool = False):
+        self.enabled = not quiet and sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, text: str) -> None:
+        if self.enabled:
+            sys.stderr.write("\r\033[K" + text)
+            sys.stderr.flush()
+            self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+class TraceSource:
+    """A trace to run several times: held in memory, or re-read per run when it is large."""
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = 0
+        self.streaming = size > STREAM_ABOVE_BYTES
+        if self.streaming:
+            self.source, txns = iter_trace(path)
+            self.count = sum(1 for _ in txns)   # validates the whole file before any run
+            self._txns = None
+        else:
+            trace = load_trace(path)
+            self.source, self._txns, self.count = trace.source, trace.txns, len(trace.txns)
+
+    def txns(self):
+        if self._txns is not None:
+            return iter(self._txns)
+        return iter_trace(self.path)[1]
+
+
+def _applier_options(args) -> dict:
+    opts = {}
+    if getattr(args, "preserve_commit_order", None) is not None:
+        opts["preserve_commit_order"] = args.preserve_commit_order
+    if getattr(args, "checkpoint_group", None) is not None:
+        opts["checkpoint_group"] = args.checkpoint_group
+    if getattr(args, "max_queued", None) is not None:
+        opts["max_queued"] = args.max_queued
+    return opts
+
+
+def _tracker_options(args, tracker: str | None) -> dict:
+    opts = {}
+    if tracker in ("writeset", "writeset_session") and args.history_size is not None:
+        opts["history_size"] = args.history_size
+    if tracker == "slave_group_commit":
+        if args.commit_wait_count is not None:
+            opts["commit_wait_count"] = args.commit_wait_count
+        if args.commit_wait_usec is not None:
+            opts["commit_wait_usec"] = args.commit_wait_usec
+    return opts
+
+
+def _bugs(args) -> frozenset[str]:
+    from .bugs import UnknownBug, check_bugs
+    try:
+        return check_bugs(args.inject_bug)
+    except UnknownBug as e:
+        raise UsageError(str(e)) from None
+
+
+def _emit(text: str, path: str | None) -> None:
+    if path is None:
+        sys.stdout.write(text)
+        return
+    from .trace import write_text_atomic
+    write_text_atomic(path, text)
+
+
+# ------------------------------------------------------------------ commands
+
+def cmd_validate(args) -> int:
+    source, txns = iter_trace(args.trace)
+    n = files = 0
+    last_file = None
+    for txn in txns:
+        n += 1
+        if txn.file != last_file:
+            files += 1
+            last_file = txn.file
+    print(f"{args.trace}: valid commitsched trace v1, {n} transactions in {files} binlog file(s)")
+    return 0
+
+
+def cmd_score(args) -> int:
+    from .scoring import score_trace, format_table
+    profile = get_profile(args.profile)
+    bugs = _bugs(args)
+    trace = TraceSource(args.trace)
+    progress = Progress(args.quiet)
+    results = score_trace(trace, args.scheduler, args.workers, profile, bugs=bugs,
+                          tracker_options=lambda t: _tracker_options(args, t),
+                          applier_options=_applier_options(args), progress=progress,
+                          skip_unfit=not args.scheduler_given)
+    progress.done()
+    if args.json:
+        _emit(json.dumps(results, indent=2) + "\n", args.output)
+    else:
+        _emit(format_table(results, trace_path=args.trace, profile=profile,
+                           transactions=trace.count), args.output)
+    return 0
+
+
+def cmd_schedule(args) -> int:
+    from .schedulers import collect, parse_scheduler
+    profile = get_profile(args.profile)
+    sched = parse_scheduler(args.scheduler)
+    trace = load_trace(args.trace)
+    runs, blocked = collect(sched, trace.txns, args.workers, profile, bugs=_bugs(args),
+                            tracker_options=_tracker_options(args, sched.tracker),
+                            applier_options=_applier_options(args))
+    if args.json:
+        _emit(json.dumps([r.to_json() for r in runs], indent=1) + "\n", args.output)
+        return 0
+    lines = [f"{'seq':>6} {'gtid':<14} {'worker':>6} {'dispatch':>12} {'start':>12} "
+             f"{'exec_end':>12} {'commit':>12} {'retries':>7}"]
+    for r in runs:
+        j = r.to_json()
+        lines.append(f"{j['seq']:>6} {j.get('gtid') or '-':<14} {j['worker']:>6} "
+                     f"{j['dispatch']:>12.3f} {j['start']:>12.3f} {j['exec_end']:>12.3f} "
+                     f"{j['commit']:>12.3f} {j['retries']:>7}")
+    _emit("\n".join(lines) + "\n", args.output)
+    return 0
+
+
+def cmd_check(args) -> int:
+    from . import properties
+    from .schedulers import collect, parse_scheduler
+    from .simcore import Deadlock
+    profile = get_profile(args.profile)
+    sched = parse_scheduler(args.scheduler)
+    trace = load_trace(args.trace)
+    failed = 0
+    for w in args.workers:
+        try:
+            runs, _ = collect(sched, trace.txns, w, profile, bugs=_bugs(args),
+                              tracker_options=_tracker_options(args, sched.tracker),
+                              applier_options=_applier_options(args))
+        except Deadlock as e:
+            print(f"W={w}: NoDeadlock VIOLATED: {e}")
+            failed += 1
+            continue
+        for name in properties.applicable(sched):
+            bad = properties.check(name, runs, len(trace))
+            status = "ok" if not bad else f"VIOLATED: {bad[0]}" + (
+                f" (+{len(bad) - 1} more)" if len(bad) > 1 else "")
+            failed += bool(bad)
+            print(f"W={w}: {name}: {status}")
+    return 1 if failed else 0
+
+
+def cmd_annotate(args) -> int:
+    from .trackers import get_tracker
+    tracker = get_tracker(args.tracker, bugs=_bugs(args), **_tracker_options(args, args.tracker))
+    source, txns = iter_trace(args.trace)
+    out_source = dict(source)
+    out_source["annotated_by"] = {"tracker": args.tracker,
+                                  "options": _tracker_options(args, args.tracker),
+                                  "commitsched": __version__}
+
+    def annotated():
+        for txn, dep in tracker.annotate(txns):
+            if tracker.kind == "clock":
+                txn.last_committed, txn.sequence_number, txn.file = dep
+            elif tracker.kind == "groups":
+                group_id, flags = dep
+                txn.commit_id = group_id or None
+                txn.flags = flags
+            else:
+                txn.db = dep
+            yield txn
+    write_trace(args.output, annotated(), out_source)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_generate(args) -> int:
+    from .generate import generate, generate_source_header
+    params = dict(workload=args.workload, clients=args.clients, tables=args.tables,
+                  skew=args.skew, seed=args.seed, rotate_every=args.rotate_every,
+                  ddl_every=args.ddl_every, fk=args.fk, source=args.source)
+    if args.table_size is not None:
+        params["table_size"] = args.table_size
+    progress = Progress(args.quiet)
+
+    def counted():
+        for i, txn in enumerate(generate(args.transactions, **params), 1):
+            if i % 20000 == 0:
+                progress(f"generated {i}/{args.transactions} transactions")
+            yield txn
+    write_trace(args.output, counted(), generate_source_header(args.transactions, **params))
+    progress.done()
+    print(f"wrote {args.output} ({args.transactions} transactions)", file=sys.stderr)
+    return 0
+
+
+def cmd_import(args) -> int:
+    from .importers import import_main
+    return import_main(args)
+
+
+# ------------------------------------------------------------------ parser
+
+SCHEDULER_HELP = ("a scheduler: TRACKER+APPLIER or `serial`. Trackers: serial, database, "
+                  "commit_order, commit_id, writeset, writeset_session, slave_group_commit. "
+                  "Appliers: mysql, mariadb_conservative, mariadb_optimistic, mariadb_aggressive")
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model options")
+    g.add_argument("--profile", default="ideal", choices=sorted(PROFILES),
+                   help="cost profile for costs the trace lacks (default: ideal)")
+    g.add_argument("--preserve-commit-order", type=_on_off, metavar="on|off",
+                   help="mysql applier: replica_preserve_commit_order (default on)")
+    g.add_argument("--checkpoint-group", type=_positive_int, metavar="N",
+                   help="mysql applier: replica_checkpoint_group window (default 512)")
+    g.add_argument("--max-queued", type=_positive_int, metavar="N",
+                   help="mariadb appliers: transactions a thread may hold queued (default 64)")
+    g.add_argument("--history-size", type=_positive_int, metavar="N",
+                   help="writeset trackers: binlog_transaction_dependency_history_size "
+                        "(default 25000)")
+    g.add_argument("--commit-wait-count", type=_positive_int, metavar="N",
+                   help="slave_group_commit: binlog_commit_wait_count of the intermediate replica")
+    g.add_argument("--commit-wait-usec", type=float, metavar="US",
+                   help="slave_group_commit: binlog_commit_wait_usec of the intermediate replica")
+    g.add_argument("--inject-bug", action="append", metavar="NAME",
+                   help="turn on a catalogue bug (design §7) to see what it breaks; repeatable")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="commitsched",
+        description="Model and score the commit-ordering schedulers of MySQL/MariaDB parallel "
+                    "replicas on a recorded or generated trace.",
+        epilog="Traces are JSON Lines (docs/trace-format.md). Times are microseconds.")
+    p.add_argument("--version", action="version", version=f"commitsched {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    v = sub.add_parser("validate", help="check a trace file; report file:line of the first problem",
+                       description="Validate a trace: header, seq numbering, clocks, costs.")
+    v.add_argument("trace")
+    v.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("score", help="replay a trace under schedulers and worker counts",
+                       description="Replay TRACE under each scheduler and worker count and "
+                                   "report makespan, throughput, speedup over serial, efficiency, "
+                                   "per-worker use, blocked time by cause and the lower bound.")
+    s.add_argument("trace")
+    s.add_argument("--scheduler", action="append", metavar="S",
+                   help=SCHEDULER_HELP + " (repeatable; default: every scheduler the trace "
+                        "supports)")
+    s.add_argument("--workers", type=_workers, default=[1, 2, 4, 8], metavar="LIST",
+                   help="worker counts, e.g. 1,2,4,8 (default)")
+    s.add_argument("--json", action="store_true", help="one JSON object per (scheduler, workers)")
+    s.add_argument("-o", "--output", help="write to this file instead of standard output")
+    s.add_argument("--quiet", action="store_true", help="no progress line")
+    _add_model_options(s)
+    s.set_defaults(func=cmd_score)
+
+    sc = sub.add_parser("schedule", help="print the per-transaction schedule of one run",
+                        description="Simulate one scheduler with W workers and print, per "
+                                    "transaction: worker, dispatch, start, exec end, commit.")
+    sc.add_argument("trace")
+    sc.add_argument("--scheduler", required=True, metavar="S", help=SCHEDULER_HELP)
+    sc.add_argument("--workers", type=_positive_int, required=True, metavar="W")
+    sc.add_argument("--json", action="store_true")
+    sc.add_argument("-o", "--output")
+    _add_model_options(sc)
+    sc.set_defaults(func=cmd_schedule)
+
+    c = sub.add_parser("check", help="check the design's properties on simulated schedules",
+                       description="Simulate and check every property the scheduler promises "
+                                   "(NoConflictingOverlap, CommitOrderPreserved, ...). Exit 1 if "
+                                   "any is violated.")
+    c.add_argument("trace")
+    c.add_argument("--scheduler", required=True, metavar="S", help=SCHEDULER_HELP)
+    c.add_argument("--workers", type=_workers, default=[1, 2, 4, 8], metavar="LIST")
+    _add_model_options(c)
+    c.set_defaults(func=cmd_check)
+
+    a = sub.add_parser("annotate", help="write a trace back with a tracker's dependencies",
+                       description="Recompute dependencies with a tracker and write them on every "
+                                   "line: last_committed/sequence_number (clock trackers), "
+                                   "commit_id and flags (group trackers) or db (database).")
+    a.add_argument("trace")
+    a.add_argument("--tracker", required=True,
+                   choices=["serial", "database", "commit_order", "commit_id", "writeset",
+                            "writeset_session", "slave_group_commit"])
+    a.add_argument("-o", "--output", required=True)
+    _add_model_options(a)
+    a.set_defaults(func=cmd_annotate)
+
+    g = sub.add_parser("generate", help="write a synthetic trace from a simulated source",
+                       description="Simulate a source with concurrent clients, row locks and "
+                                   "binlog group commit, and write the binlog it produces as a "
+                                   "trace (sysbench-like workloads).")
+    g.add_argument("--transactions", type=_positive_int, required=True, metavar="N")
+    g.add_argument("-o", "--output", required=True)
+    g.add_argument("--workload", default="oltp_read_write",
+                   choices=["oltp_read_write", "oltp_update_index", "oltp_insert", "mixed"])
+    g.add_argument("--clients", type=_positive_int, default=8)
+    g.add_argument("--tables", type=_positive_int, default=1)
+    g.add_argument("--table-size", type=_positive_int)
+    g.add_argument("--skew", type=float, default=0.0, help="key skew in [0, 1) (0: uniform)")
+    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--rotate-every", type=_positive_int, metavar="N",
+                   help="rotate the binlog every N transactions")
+    g.add_argument("--ddl-every", type=_positive_int, metavar="N")
+    g.add_argument("--fk", action="store_true", help="include a foreign-key parent table")
+    g.add_argument("--source", choices=["mysql", "mariadb"], default="mysql")
+    g.add_argument("--quiet", action="store_true")
+    g.set_defaults(func=cmd_generate)
+
+    i = sub.add_parser("import", help="import mysqlbinlog/mariadb-binlog text into a trace",
+                       description="Read `mariadb-binlog -vv --base64-output=decode-rows` or "
+                                   "`mysqlbinlog -vv --base64-output=decode-rows` output (or a "
+                                   "binary binlog, decoded with the installed tool) and write a "
+                                   "trace.")
+    i.add_argument("binlog", nargs="+", help="binlog text file(s) (or binary binlogs), in order")
+    i.add_argument("-o", "--output", required=True)
+    i.add_argument("--schema", action="append", metavar="SQL",
+                   help="table definitions (mysqldump --no-data output); repeatable")
+    i.add_argument("--skip-bad", action="store_true",
+                   help="import what is valid and report what was skipped")
+    i.add_argument("--quiet", action="store_true")
+    i.set_defaults(func=cmd_import)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    if hasattr(args, "scheduler") and args.command == "score":
+        args.scheduler_given = bool(args.scheduler)
+    from .schedulers import SchedulerError
+    from .simcore import SimulationError
+    from .trackers import TrackerError
+    started = time.perf_counter()
+    try:
+        return args.func(args)
+    except (TraceError, SchedulerError, SimulationError, ProfileError, TrackerError,
+            UsageError) as e:
+        print(f"commitsched: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("commitsched: interrupted", file=sys.stderr)
+        return 130
+    except OSError as e:
+        print(f"commitsched: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    finally:
+        if os.environ.get("COMMITSCHED_TIMING"):
+            print(f"[{time.perf_counter() - started:.3f}s]", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

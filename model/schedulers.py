@@ -1,0 +1,130 @@
+"""Schedulers: a tracker plus an applier (design §1), named `TRACKER+APPLIER`, or `serial`.
+
+`run_scheduler` streams a trace through the tracker into the applier and hands every committed
+transaction to a sink; it is the one entry point the CLI, the metrics, the tests and the
+benchmark use.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from . import trackers as trackers_mod
+from .applier_mariadb import MARIADB_BUGS, MODES, simulate_mariadb
+from .applier_mysql import MYSQL_BUGS, simulate_database, simulate_logical_clock
+from .profiles import Profile
+from .simcore import CAUSES, SimulationError, TxnRun
+
+APPLIERS = ("mysql",) + tuple(f"mariadb_{m}" for m in MODES)
+# Which tracker output each applier reads.
+APPLIER_KINDS = {"mysql": ("clock", "database"), **{f"mariadb_{m}": ("groups",) for m in MODES}}
+APPLIER_BUGS = MYSQL_BUGS | MARIADB_BUGS
+
+# The schedulers `score` runs when none is named: every meaningful pairing.
+DEFAULT_SCHEDULERS = (
+    "serial",
+    "commit_order+mysql", "writeset+mysql", "writeset_session+mysql", "database+mysql",
+    "commit_id+mariadb_conservative", "commit_id+mariadb_optimistic",
+    "commit_id+mariadb_aggressive", "slave_group_commit+mariadb_conservative",
+)
+
+
+class SchedulerError(ValueError):
+    """A scheduler name, option or trace that cannot be run; the message says why."""
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    name: str
+    tracker: str | None        # None for `serial`
+    applier: str | None
+    options: dict = field(default_factory=dict, hash=False)
+
+    @property
+    def is_serial(self) -> bool:
+        return self.tracker is None
+
+
+def parse_scheduler(name: str) -> Scheduler:
+    if name == "serial":
+        return Scheduler("serial", None, None)
+    tracker, plus, applier = name.partition("+")
+    if not plus:
+        raise SchedulerError(f"scheduler {name!r}: name it TRACKER+APPLIER (e.g. writeset+mysql) "
+                             f"or `serial`")
+    if tracker not in trackers_mod.TRACKERS:
+        raise SchedulerError(f"scheduler {name!r}: unknown tracker {tracker!r}; known: "
+                             f"{', '.join(trackers_mod.TRACKERS)}")
+    if applier not in APPLIERS:
+        raise SchedulerError(f"scheduler {name!r}: unknown applier {applier!r}; known: "
+                             f"{', '.join(APPLIERS)}")
+    kind = trackers_mod.TRACKERS[tracker].kind
+    if kind not in APPLIER_KINDS[applier]:
+        fits = [t for t, cls in trackers_mod.TRACKERS.items() if cls.kind in APPLIER_KINDS[applier]]
+        raise SchedulerError(f"scheduler {name!r}: the {applier} applier cannot use {tracker} "
+                             f"(it gives {kind} dependencies); trackers that fit: {', '.join(fits)}")
+    return Scheduler(name, tracker, applier)
+
+
+def simulate_serial(txns: Iterable, profile: Profile, sink: Callable[[TxnRun], None]) -> dict:
+    """One SQL thread: each transaction executes, then commits with its own sync."""
+    t = 0.0
+    exec_cost, commit_cost, sync = profile.exec_cost, profile.commit_cost, profile.sync
+    for txn in txns:
+        run = TxnRun(txn, None, exec_cost(txn), commit_cost(txn))
+        run.worker = 0
+        run.dispatch = run.start = t
+        run.exec_end = t + run.exec
+        run.ready = run.exec_end + run.commit_cost
+        run.commit = t = run.ready + sync
+        sink(run)
+    return dict.fromkeys(CAUSES, 0.0)
+
+
+def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, profile: Profile,
+                  sink: Callable[[TxnRun], None], *, bugs: frozenset[str] = frozenset(),
+                  tracker_options: dict | None = None, applier_options: dict | None = None
+                  ) -> dict[str, float]:
+    """Run one scheduler over `txns`; `sink` gets each committed run; returns blocked time by
+    cause. Raises SchedulerError (bad name/options/trace) or SimulationError (e.g. Deadlock)."""
+    if isinstance(scheduler, str):
+        scheduler = parse_scheduler(scheduler)
+    if scheduler.is_serial:
+        return simulate_serial(txns, profile, sink)
+    applier_bugs = frozenset(bugs) & APPLIER_BUGS
+    tracker_bugs = frozenset(bugs) - APPLIER_BUGS
+    try:
+        tracker = trackers_mod.get_tracker(scheduler.tracker, bugs=tracker_bugs,
+                                           **(tracker_options or {}))
+    except trackers_mod.TrackerError as e:
+        raise SchedulerError(str(e)) from None
+    stream = tracker.annotate(txns)
+    opts = dict(applier_options or {})
+    try:
+        if scheduler.applier == "mysql":
+            if tracker.kind == "database":
+                opts.pop("preserve_commit_order", None)
+                return simulate_database(stream, workers, profile, sink, bugs=applier_bugs, **opts)
+            return simulate_logical_clock(stream, workers, profile, sink, bugs=applier_bugs, **opts)
+        mode = scheduler.applier.removeprefix("mariadb_")
+        opts.pop("preserve_commit_order", None)
+        opts.pop("checkpoint_group", None)
+        return simulate_mariadb(stream, workers, profile, sink, mode=mode, bugs=applier_bugs,
+                                **opts)
+    except trackers_mod.TrackerError as e:
+        raise SchedulerError(str(e)) from None
+    except TypeError as e:  # an option this applier does not take
+        raise SchedulerError(f"{scheduler.name}: {e}") from None
+
+
+def collect(scheduler: Scheduler | str, txns: Iterable, workers: int, profile: Profile,
+            **kwargs) -> tuple[list[TxnRun], dict[str, float]]:
+    """Run and keep every run record, in seq order (tests, `schedule`)."""
+    runs: list[TxnRun] = []
+    blocked = run_scheduler(scheduler, txns, workers, profile, runs.append, **kwargs)
+    runs.sort(key=lambda r: r.seq)
+    return runs, blocked
+
+
+__all__ = ["Scheduler", "SchedulerError", "SimulationError", "parse_scheduler", "run_scheduler",
+           "collect", "DEFAULT_SCHEDULERS", "APPLIERS"]

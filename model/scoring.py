@@ -1,0 +1,106 @@
+"""Scoring: replay one trace under schedulers and worker counts, against serial and the bound."""
+from __future__ import annotations
+
+import sys
+from typing import Callable, Sequence
+
+from .metrics import RunMetrics, bound_for, heuristic_bounds
+from .profiles import Profile
+from .schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler, run_scheduler
+from .simcore import Deadlock
+
+
+def _commits_in_order(sched, applier_options: dict) -> bool:
+    from .trackers import TRACKERS
+    if sched.is_serial or sched.applier != "mysql":
+        return True
+    if TRACKERS[sched.tracker].kind == "database":
+        return False
+    return applier_options.get("preserve_commit_order", True)
+
+
+def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
+                profile: Profile, *, bugs: frozenset[str] = frozenset(),
+                tracker_options: Callable[[str | None], dict] = lambda t: {},
+                applier_options: dict | None = None,
+                progress: Callable[[str], None] = lambda s: None,
+                skip_unfit: bool = True) -> list[dict]:
+    """One result per (scheduler, workers); `serial` once, with one worker. `trace` has
+    `.txns()` (a fresh iterator per call) and `.count`. A scheduler the trace cannot feed (e.g.
+    commit_id without commit ids) is skipped with a note on stderr when `skip_unfit`."""
+    names = list(schedulers or DEFAULT_SCHEDULERS)
+    parsed = [parse_scheduler(n) for n in names]
+    applier_options = dict(applier_options or {})
+    progress("serial baseline")
+    serial_metrics = RunMetrics(1)
+    run_scheduler("serial", trace.txns(), 1, profile, serial_metrics)
+    serial_makespan = serial_metrics.makespan
+    progress("bounds")
+    base_bounds = {w: heuristic_bounds(trace.txns(), profile, w) for w in sorted(set(workers))}
+    results = []
+    total = sum(1 if s.is_serial else len(workers) for s in parsed)
+    done = 0
+    for sched in parsed:
+        in_order = _commits_in_order(sched, applier_options)
+        for w in ([1] if sched.is_serial else workers):
+            done += 1
+            progress(f"[{done}/{total}] {sched.name} W={w}")
+            metrics = RunMetrics(w)
+            bound = bound_for(base_bounds.get(w) or heuristic_bounds(trace.txns(), profile, w),
+                              in_order)
+            try:
+                blocked = run_scheduler(sched, trace.txns(), w, profile, metrics, bugs=bugs,
+                                        tracker_options=tracker_options(sched.tracker),
+                                        applier_options=applier_options)
+            except SchedulerError as e:
+                if not skip_unfit:
+                    raise
+                print(f"commitsched: skipped {sched.name}: {e}", file=sys.stderr)
+                break
+            except Deadlock as e:
+                results.append({"scheduler": sched.name, "workers": w, "profile": profile.name,
+                                "transactions": trace.count, "error": f"deadlock: {e}"})
+                continue
+            results.append(metrics.result(scheduler=sched.name, profile=profile.name,
+                                          blocked=blocked, serial_makespan=serial_makespan,
+                                          bound=bound))
+    return results
+
+
+def _fmt(v, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def format_table(results: list[dict], *, trace_path: str, profile: Profile,
+                 transactions: int) -> str:
+    lines = [f"trace {trace_path}: {transactions} transactions; profile {profile.name} "
+             f"({profile.provenance})", ""]
+    header = (f"{'scheduler':<40} {'W':>3} {'makespan':>12} {'txn/s':>11} {'speedup':>8} "
+              f"{'eff':>6} {'bound':>12} {'vs bnd':>6} {'retry':>5}  {'top wait':<24} per worker")
+    lines.append(header)
+    lines.append("-" * len(header))
+    prev = None
+    for r in results:
+        name = r["scheduler"] if r["scheduler"] != prev else ""
+        prev = r["scheduler"]
+        if "error" in r:
+            lines.append(f"{name:<40} {r['workers']:>3}  {r['error']}")
+            continue
+        waits = {k: v for k, v in r["blocked"].items() if v > 0}
+        top = max(waits, key=waits.get) if waits else "-"
+        top_text = f"{top} {waits[top] / r['makespan']:.0%}" if waits and r["makespan"] else top
+        per_worker = r["per_worker"]
+        pw = " ".join(map(str, per_worker)) if len(per_worker) <= 8 else (
+            " ".join(map(str, per_worker[:6])) + f" ... ({len(per_worker)})")
+        bound = r.get("bound", {}).get("bound")
+        lines.append(f"{name:<40} {r['workers']:>3} {r['makespan']:>12.1f} "
+                     f"{_fmt(r['throughput'], '>11.1f')} {_fmt(r['speedup'], '>8.2f')} "
+                     f"{_fmt(r['efficiency'], '>6.2f')} {_fmt(bound, '>12.1f')} "
+                     f"{_fmt(r.get('efficiency_vs_bound'), '>6.2f')} {r['retries']:>5}  "
+                     f"{top_text:<24} {pw}")
+    lines.append("")
+    lines.append("speedup: serial makespan / makespan; eff: speedup / W; bound: max(work/W, "
+                 "conflict span), a lower bound on any schedule's makespan; vs bnd: bound / "
+                 "makespan (1.00 = optimal); top wait: largest blocked time / makespan "
+                 "(coordinator causes are its own time, transaction causes are summed).")
+    return "\n".join(lines) + "\n"
