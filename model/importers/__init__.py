@@ -1,0 +1,279 @@
+"""Binlog importers: recorded MariaDB / MySQL 8 binlogs -> commitsched traces (design §3).
+
+    from commitsched.importers import import_binlog
+    stats = import_binlog(["binlog.000002.txt"], "trace.jsonl.gz", schema="schema.sql")
+
+Inputs are `mariadb-binlog`/`mysqlbinlog -vv --base64-output=decode-rows` texts (optionally
+.gz), or binary binlog files, which are decoded by running the installed printer. Several inputs
+are several binlog files in order. Output is written atomically; on any error nothing is written
+(strict mode), or with `skip_bad=True` the valid transactions are written and the skipped ones
+counted by reason.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import IO, Iterable, Iterator
+
+from ..trace import TraceError, write_jsonl_atomic, header
+from .binlog_text import InputError, Reader, Skipped
+from .schema import Catalog, SchemaError
+
+__all__ = ["import_binlog", "ImportStats", "read_binlog", "TraceError", "group_stats"]
+
+BINLOG_MAGIC = b"\xfebin"
+
+
+@dataclass
+class ImportStats:
+    transactions: int = 0
+    groups: int | None = None          # MariaDB binlog group commits, from commit ids
+    skipped: Counter = field(default_factory=Counter)   # reason -> count
+    skipped_examples: list = field(default_factory=list)
+    files: int = 0
+    dialect: str | None = None
+    metadata_tables: list = field(default_factory=list)
+
+    @property
+    def mean_group_size(self) -> float | None:
+        return self.transactions / self.groups if self.groups else None
+
+    def summary(self) -> dict:
+        out = {"transactions": self.transactions, "binlog_files_read": self.files,
+               "dialect": self.dialect}
+        if self.groups is not None:
+            out["commit_groups"] = self.groups
+            out["mean_group_size_trace"] = round(self.mean_group_size, 4) if self.groups else None
+        if self.skipped:
+            out["skipped"] = dict(self.skipped)
+        if self.metadata_tables:
+            out["keys_from_table_map_metadata"] = sorted(self.metadata_tables)
+        return out
+
+
+class _Groups:
+    """Counts MariaDB binlog group commits from commit ids: a run of consecutive transactions
+    with the same commit id is one group; a transaction without one is a group by itself
+    (the server writes no commit id for a group of one, semantics.md §3.1)."""
+
+    def __init__(self) -> None:
+        self.groups = 0
+        self.last = None
+
+    def add(self, commit_id: int | None) -> None:
+        if commit_id is None or commit_id != self.last:
+            self.groups += 1
+        self.last = commit_id
+
+
+def group_stats(txns: Iterable) -> tuple[int, int]:
+    """(transactions, commit groups) of a sequence of `Txn`s by their commit ids."""
+    g, n = _Groups(), 0
+    for t in txns:
+        g.add(t.commit_id)
+        n += 1
+    return n, g.groups
+
+
+def _find_printer(preferred: str | None) -> str | None:
+    if preferred:
+        return preferred
+    for name in ("mariadb-binlog", "mysqlbinlog"):
+        p = shutil.which(name)
+        if p:
+            return p
+    return None
+
+
+class _Progress:
+    """`path: 12.3/100.0 MB, 4567 txns` on stderr, only on a terminal, at most 2 updates/s."""
+
+    def __init__(self, enabled: bool | None = None):
+        self.on = sys.stderr.isatty() if enabled is None else enabled
+        self.last = 0.0
+
+    def show(self, path: str, done: int, total: int | None, txns: int) -> None:
+        if not self.on:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.5:
+            return
+        self.last = now
+        size = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if total else f"{done / 1e6:.1f} MB"
+        sys.stderr.write(f"\r{os.path.basename(path)}: {size}, {txns} transactions ")
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.on:
+            sys.stderr.write("\n")
+
+
+def _is_binary(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == BINLOG_MAGIC
+
+
+def _text_lines(path: str, counter: list) -> Iterator[str]:
+    opener = (lambda: io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")) \
+        if path.endswith(".gz") else (lambda: open(path, encoding="utf-8", errors="replace"))
+    raw = os.path.getsize(path)
+    with opener() as f:
+        for line in f:
+            counter[0] += len(line)
+            yield line
+    counter[0] = raw if not path.endswith(".gz") else counter[0]
+
+
+def _decoded_lines(path: str, printer: str, errors: list) -> Iterator[str]:
+    """Run the binlog printer on a binary file and stream its text."""
+    cmd = [printer, "--no-defaults", "-vv", "--base64-output=decode-rows", "--print-table-metadata",
+           path]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            encoding="utf-8", errors="replace")
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            yield line
+    finally:
+        if proc.poll() is None and proc.stdout is not None:
+            proc.stdout.close()
+        err = proc.stderr.read() if proc.stderr else ""
+        rc = proc.wait()
+        if rc != 0:
+            errors.append(f"{os.path.basename(printer)} failed (exit {rc}): {err.strip()[:300]}")
+
+
+def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
+                binlog_tool: str | None = None, progress: _Progress | None = None,
+                reader: Reader | None = None) -> Iterator:
+    """Yield `Txn`s (seq not yet set) from the inputs in order; raises `TraceError` with the
+    input's file and line on the first problem unless `skip_bad`."""
+    reader = reader or Reader(catalog, strict=not skip_bad)
+    progress = progress or _Progress(False)
+    n = 0
+    for i, path in enumerate(paths):
+        if not os.path.exists(path):
+            raise TraceError(path, None, "no such file")
+        if os.path.isdir(path):
+            raise TraceError(path, None, "is a directory, not a binlog")
+        errors: list[str] = []
+        counter = [0]
+        if _is_binary(path):
+            printer = _find_printer(binlog_tool)
+            if printer is None:
+                raise TraceError(path, None, "binary binlog, but neither mariadb-binlog nor "
+                                             "mysqlbinlog is installed to decode it")
+            lines = _decoded_lines(path, printer, errors)
+            where = f"{path} (as decoded by {os.path.basename(printer)})"
+            total = None
+        else:
+            lines = _text_lines(path, counter)
+            where = path
+            total = os.path.getsize(path)
+        try:
+            for txn in reader.read(lines, new_file=True):
+                n += 1
+                progress.show(path, counter[0], total, n)
+                yield txn
+        except InputError as e:
+            raise TraceError(where, e.line, e.reason) from None
+        except UnicodeDecodeError as e:
+            raise TraceError(where, None, f"cannot decode: {e}") from None
+        if errors:
+            if skip_bad:
+                reader.skipped.append(Skipped(0, None, errors[0]))
+            else:
+                raise TraceError(where, None, errors[0])
+
+
+def import_binlog(paths: str | list[str], output: str, *, schema: str | None = None,
+                  skip_bad: bool = False, source: dict | None = None,
+                  binlog_tool: str | None = None, progress: bool | None = None) -> ImportStats:
+    """Import binlog inputs into a trace at `output` (atomically). Returns the counts.
+
+    `schema`: a `mysqldump --no-data` file of the table definitions (also learnt from CREATE
+    TABLE in the log and from binlog_row_metadata=FULL table maps). `source`: provenance put in
+    the trace header, next to what the import itself measured.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [os.fspath(paths)]
+    catalog = Catalog()
+    if schema:
+        try:
+            catalog.load_sql_file(schema)
+        except (OSError, SchemaError) as e:
+            raise TraceError(schema, None, f"cannot read schema: {e}") from None
+    reader = Reader(catalog, strict=not skip_bad)
+    prog = _Progress(progress)
+    stats = ImportStats(files=0)
+    groups = _Groups()
+    out_dir = os.path.dirname(os.path.abspath(output))
+    os.makedirs(out_dir, exist_ok=True)
+    fd, spool = tempfile.mkstemp(prefix=".import-", suffix=".jsonl", dir=out_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            seq = 0
+            last_file = 0
+            for txn in read_binlog(paths, catalog, skip_bad=skip_bad, binlog_tool=binlog_tool,
+                                   progress=prog, reader=reader):
+                seq += 1
+                txn.seq = seq
+                groups.add(txn.commit_id)
+                last_file = max(last_file, txn.file)
+                out.write(json.dumps(txn.to_json(), separators=(",", ":")))
+                out.write("\n")
+        prog.end()
+        stats.transactions = seq
+        stats.files = last_file
+        stats.dialect = ("mariadb" if reader.dialects["mariadb"] >= reader.dialects["mysql"]
+                         else "mysql") if reader.dialects else None
+        stats.groups = groups.groups if stats.dialect == "mariadb" else None
+        for s in reader.skipped:
+            stats.skipped[_reason_class(s.reason)] += 1
+        stats.skipped_examples = [
+            {"line": s.line, "gtid": s.gtid, "reason": s.reason} for s in reader.skipped[:20]]
+        stats.metadata_tables = sorted(reader.metadata_tables)
+        if stats.transactions == 0 and not skip_bad:
+            raise TraceError(paths[0], None, "no transactions found (is this mysqlbinlog -vv "
+                                             "--base64-output=decode-rows output?)")
+        head = dict(source or {})
+        head.setdefault("importer", "commitsched.importers")
+        head["inputs"] = [os.path.basename(p) for p in paths]
+        if schema:
+            head["schema"] = os.path.basename(schema)
+        head.update({"import": stats.summary()})
+        if stats.skipped_examples:
+            head["import"]["skipped_examples"] = stats.skipped_examples
+
+        def lines():
+            hd = header(head)
+            yield hd
+            with open(spool, encoding="utf-8") as f:
+                for line in f:
+                    yield json.loads(line)
+        write_jsonl_atomic(output, lines())
+    finally:
+        if os.path.exists(spool):
+            os.unlink(spool)
+    return stats
+
+
+def _reason_class(reason: str) -> str:
+    """A short class of a skip reason, for counting."""
+    for pat, name in (("keys unknown", "table keys unknown"), ("truncated", "truncated input"),
+                      ("no COMMIT", "transaction without COMMIT"),
+                      ("statement-based", "statement-based DML"),
+                      ("binlog_row_image", "row image not FULL"),
+                      ("failed (exit", "binlog printer failed")):
+        if pat in reason:
+            return name
+    return "malformed input"

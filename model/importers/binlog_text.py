@@ -1,0 +1,573 @@
+"""Streaming reader of `mariadb-binlog`/`mysqlbinlog -vv --base64-output=decode-rows` text.
+
+One pass, line by line, never holding more than the current transaction. The printers share
+their event layout (`# at POS`, an event header line `#YYMMDD HH:MM:SS server id ...`, then the
+event's SQL or `###` decoded rows); only the GTID event differs (mariadb.py, mysql.py).
+"""
+from __future__ import annotations
+
+import calendar
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from ..trace import Txn
+from . import mariadb, mysql
+from .schema import Catalog, Table, table_from_metadata
+
+HEADER_RE = re.compile(r"^#(\d{6})\s+(\d{1,2}):(\d\d):(\d\d) server id (\d+)\s+end_log_pos (\d+)"
+                       r"(?: CRC32 0x[0-9a-fA-F]+)?\s+(.*)$")
+TABLE_MAP_RE = re.compile(r"^Table_map: `((?:[^`]|``)+)`\.`((?:[^`]|``)+)` mapped to number (\d+)")
+ROWS_EV_RE = re.compile(r"^(Write|Update|Delete)_rows(?:_v1|_compressed|_compressed_v1)?: table id (\d+)")
+ROW_START_RE = re.compile(r"^### (INSERT INTO|UPDATE|DELETE FROM) `((?:[^`]|``)+)`\.`((?:[^`]|``)+)`$")
+COL_RE = re.compile(r"^###   @(\d+)=(.*)$")
+# -vv appends the column type: " /* INT meta=0 nullable=0 is_null=0 */"
+TYPE_COMMENT_RE = re.compile(r" /\* [^*]*? meta=\d+ nullable=\d is_null=\d \*/$")
+QUERY_EV_RE = re.compile(r"^Query\s+thread_id=(\d+)")
+STMT_END = "/*!*/;"
+
+_DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "FLUSH",
+              "INSTALL", "UNINSTALL", "SET PASSWORD")
+_ADMIN_RE = re.compile(r"^(ANALYZE|OPTIMIZE|REPAIR|CHECK)\s+(?:NO_WRITE_TO_BINLOG\s+|LOCAL\s+)?TABLE|"
+                       r"^(CREATE|ALTER|DROP)\s+(DATABASE|SCHEMA)\b", re.I)
+_DML_RE = re.compile(r"^(INSERT|REPLACE|UPDATE|DELETE|LOAD\s+DATA)\b", re.I)
+
+
+class InputError(Exception):
+    """A problem at one line of the input: where, and why."""
+
+    def __init__(self, line: int, reason: str):
+        super().__init__(reason)
+        self.line, self.reason = line, reason
+
+
+@dataclass
+class Skipped:
+    """A transaction left out under --skip-bad: where it started and why."""
+    line: int
+    gtid: str | None
+    reason: str
+
+
+@dataclass
+class _Open:
+    """The transaction being read."""
+    line: int
+    gtid: str | None = None
+    file: int = 1
+    last_committed: int | None = None
+    sequence_number: int | None = None
+    commit_id: int | None = None
+    flags: set = field(default_factory=set)
+    standalone: bool = True        # no BEGIN seen yet: a lone statement (DDL) ends the group
+    in_body: bool = False
+    session: int | None = None
+    timestamp: float | None = None
+    writes: dict = field(default_factory=dict)   # key -> None, insertion-ordered
+    after_keys: set = field(default_factory=set)
+    before_keys: set = field(default_factory=set)
+    db: dict = field(default_factory=dict)
+    ddl: bool = False
+    admin: bool = False
+    no_pk: bool = False
+    fk_parent: bool = False
+    bad: tuple[int, str] | None = None   # (line, reason) of the first problem
+
+    def to_txn(self, seq: int) -> Txn:
+        before_only = [k for k in self.writes if k in self.before_keys and k not in self.after_keys]
+        return Txn(seq, list(self.writes), before_images=before_only, gtid=self.gtid,
+                   file=self.file, last_committed=self.last_committed,
+                   sequence_number=self.sequence_number, commit_id=self.commit_id,
+                   flags=frozenset(self.flags), session=self.session,
+                   db=tuple(self.db) if (self.ddl or self.admin) and self.db else None,
+                   ddl=self.ddl, admin=self.admin, no_pk=self.no_pk, fk_parent=self.fk_parent,
+                   timestamp=self.timestamp)
+
+
+def _value(raw: str) -> tuple[str, bool]:
+    """A printed column value without its -vv type comment, and whether it is NULL."""
+    m = TYPE_COMMENT_RE.search(raw)
+    if m:
+        raw = raw[:m.start()]
+    return raw, raw == "NULL"
+
+
+class Reader:
+    """Reads one or more texts in binlog order into `Txn`s (unnumbered: seq is set on output).
+
+    `strict`: the first problem raises `InputError`; otherwise a bad transaction is dropped and
+    recorded in `skipped`, and reading resumes at the next GTID event.
+    """
+
+    def __init__(self, catalog: Catalog, strict: bool = True):
+        self.catalog = catalog
+        self.strict = strict
+        self.skipped: list[Skipped] = []
+        self.dialects: Counter = Counter()
+        self.metadata_tables: set[str] = set()
+        self.file = 1
+        self._started = False          # any binlog file (or input) seen yet
+        self._rotated = False          # a Rotate event ended the last file
+        self._start_file: int | None = None  # file index of the last Start event
+        self._fk_parent_cache: dict[tuple[str, str], bool] = {}
+        self._allow_parallel: bool | None = None
+        self._meta: dict[int, tuple[str, str]] = {}
+        self._ts_cache: dict[str, float] = {}
+
+    # ------------------------------------------------------------ helpers
+    def _stamp(self, date: str, h: str, mi: str, s: str) -> float:
+        # mysqlbinlog prints the event time in the local time zone of the printing process
+        base = self._ts_cache.get(date)
+        if base is None:
+            base = time.mktime(time.strptime(date, "%y%m%d"))
+            self._ts_cache[date] = base
+        return base + int(h) * 3600 + int(mi) * 60 + int(s)
+
+    def _fk_parent(self, t: Table) -> bool:
+        k = (t.db.lower(), t.name.lower())
+        if k not in self._fk_parent_cache:
+            self._fk_parent_cache[k] = self.catalog.is_fk_parent(t.db, t.name)
+        return self._fk_parent_cache[k]
+
+    def _row_keys(self, db: str, name: str, image: dict[int, tuple[str, bool]]) -> list[str]:
+        """The row keys of one row image: PRIMARY and every UNIQUE index (a NULL in a UNIQUE
+        key: no key, NULLs never conflict), and each foreign key's referenced parent key."""
+        t = self.catalog.get(db, name)
+        if t is None:
+            why = self.catalog.unknown.get((db.lower(), name.lower()))
+            raise ValueError(f"table {db}.{name}: keys unknown ({why})" if why else
+                             f"table {db}.{name}: keys unknown (no CREATE TABLE in the log, in "
+                             f"--schema, nor binlog_row_metadata=FULL table-map metadata)")
+        if image and max(image) > len(t.columns):
+            raise ValueError(f"row of {db}.{name} has column @{max(image)} but its definition "
+                             f"has {len(t.columns)} columns (schema out of date?)")
+        keys = []
+        for index, cols in t.unique.items():
+            vals = []
+            for c in cols:
+                try:
+                    pos = t.position(c)
+                except ValueError:
+                    raise ValueError(f"index {index} of {db}.{name} names unknown column {c}") from None
+                if pos not in image:
+                    raise ValueError(f"row image of {db}.{name} lacks @{pos} ({c}) of index "
+                                     f"{index}: record with binlog_row_image=FULL")
+                vals.append(image[pos])
+            if any(null for _, null in vals):
+                continue
+            keys.append(f"{t.db}.{t.name}/{index}=" + ",".join(v for v, _ in vals))
+        for fk in t.fks:
+            parent = self.catalog.get(fk.parent_db, fk.parent_table)
+            if parent is None:
+                raise ValueError(f"foreign key of {db}.{name} references {fk.parent_db}."
+                                 f"{fk.parent_table}, whose keys are unknown")
+            want = [c.lower() for c in fk.parent_columns]
+            pindex = next((i for i, cs in parent.unique.items()
+                           if sorted(c.lower() for c in cs) == sorted(want)), None)
+            if pindex is None:
+                continue  # a non-unique referenced key gives no conflict key (semantics §2.1)
+            vals = []
+            for pc in parent.unique[pindex]:
+                child_col = fk.columns[want.index(pc.lower())]
+                pos = t.position(child_col)
+                if pos not in image:
+                    raise ValueError(f"row image of {db}.{name} lacks foreign-key column {child_col}")
+                vals.append(image[pos])
+            if any(null for _, null in vals):
+                continue
+            keys.append(f"{parent.db}.{parent.name}/{pindex}=" + ",".join(v for v, _ in vals))
+        return keys
+
+    # ------------------------------------------------------------ the reader
+    def read(self, lines: Iterable[str], new_file: bool = True) -> Iterator[Txn]:
+        """Yield the transactions of one input text. `new_file`: this input is a new binlog
+        file (several inputs given) unless the previous one ended with a Rotate event."""
+        if self._started and new_file and not self._rotated:
+            self.file += 1
+            self._rotated = True  # its own Start event must not count it again
+        self._started = True
+        cur: _Open | None = None
+        event = None          # kind of the event whose body we are in
+        stmt: list[str] = []  # statement lines of a Query event
+        row = None            # (kind, db, table) of the row being read
+        image: dict | None = None
+        before: dict | None = None
+        after: dict | None = None
+        query_db: str | None = None
+        preamble = False
+        ended = False
+        meta_pending = None   # (db, table, column text lines, pk text) of a Table_map
+        lineno = 0
+        pos = None
+
+        def problem(reason: str, at: int | None = None):
+            nonlocal cur
+            at = lineno if at is None else at
+            where = f" (binlog position {pos})" if pos is not None else ""
+            if self.strict:
+                raise InputError(at, reason + where)
+            if cur is not None:
+                if cur.bad is None:
+                    cur.bad = (at, reason + where)
+            else:
+                self.skipped.append(Skipped(at, None, reason + where))
+
+        def flush_row():
+            nonlocal row, image, before, after
+            if row is None:
+                return
+            kind, db, name = row
+            row = None
+            if cur is None or cur.bad is not None:
+                return
+            try:
+                if kind == "UPDATE":
+                    if before is None or after is None:
+                        raise ValueError(f"UPDATE of {db}.{name} without both WHERE and SET images")
+                    bk, ak = self._row_keys(db, name, before), self._row_keys(db, name, after)
+                    cur.before_keys.update(bk)
+                    cur.after_keys.update(ak)
+                    keys = bk + ak
+                else:
+                    img = after if kind == "INSERT INTO" else before
+                    if img is None:
+                        raise ValueError(f"{kind} of {db}.{name} without its row image")
+                    keys = self._row_keys(db, name, img)
+                    cur.after_keys.update(keys)
+            except ValueError as e:
+                problem(str(e))
+                return
+            t = self.catalog.get(db, name)
+            if not t.has_pk:
+                cur.no_pk = True
+            if self._fk_parent(t):
+                cur.fk_parent = True
+            for k in keys:
+                cur.writes[k] = None
+            image = before = after = None
+
+        def finish() -> Txn | None:
+            nonlocal cur
+            flush_row()
+            done, cur = cur, None
+            if done is None:
+                return None
+            if done.bad is not None:
+                self.skipped.append(Skipped(done.bad[0], done.gtid, done.bad[1]))
+                return None
+            return done.to_txn(0)
+
+        def start(fields: dict, at: int) -> None:
+            nonlocal cur
+            if cur is not None:
+                problem(f"transaction {cur.gtid or ''} (line {cur.line}) has no COMMIT before "
+                        f"the next GTID event", cur.line)
+                if cur is not None and cur.bad is not None:
+                    self.skipped.append(Skipped(cur.bad[0], cur.gtid, cur.bad[1]))
+            cur = _Open(line=at, file=self.file, **fields)
+            self._rotated = False
+
+        def statement(text: str, at: int) -> Txn | None:
+            """A complete statement of a Query event (or the GTID event's START TRANSACTION)."""
+            nonlocal query_db
+            s = text.strip()
+            u = s.upper()
+            if u.startswith("SET ") or s.startswith("/*"):
+                m = mariadb.SKIP_PARALLEL_RE.search(s)
+                if m:
+                    self._allow_parallel = m.group(1) == "0"
+                return None
+            m = re.match(r"^use `((?:[^`]|``)+)`$", s, re.I)
+            if m:
+                query_db = m.group(1).replace("``", "`")
+                return None
+            if cur is None:
+                if s:
+                    problem(f"statement outside any transaction: {s[:60]!r}", at)
+                return None
+            if u in ("BEGIN", "START TRANSACTION") or u.startswith("XA START"):
+                cur.standalone = False
+                cur.in_body = True
+                return None
+            if u in ("COMMIT", "ROLLBACK") or u.startswith(("XA END", "XA PREPARE", "XA COMMIT", "XA ROLLBACK")):
+                if u.startswith("XA END"):
+                    return None
+                return finish()
+            if u.startswith(("SAVEPOINT", "ROLLBACK TO", "RELEASE SAVEPOINT")):
+                return None
+            if _DML_RE.match(s):
+                problem("statement-based DML: row keys unknown (record with binlog_format=ROW): "
+                        f"{s[:60]!r}", at)
+            else:
+                if _ADMIN_RE.match(s):
+                    cur.admin = True
+                if u.startswith(_DDL_WORDS) or _ADMIN_RE.match(s) or "ddl" in cur.flags:
+                    cur.ddl = cur.ddl or not u.startswith(("ANALYZE", "OPTIMIZE", "REPAIR", "CHECK"))
+                    if query_db:
+                        cur.db[query_db] = None
+                    self.catalog.apply_ddl(s, query_db)
+                    self._fk_parent_cache.clear()
+                elif cur.bad is None:
+                    problem(f"unrecognised statement {s[:60]!r}", at)
+            if cur.standalone:
+                return finish()
+            return None
+
+        for text in lines:
+            lineno += 1
+            line = text.rstrip("\n").rstrip("\r")
+            if not line:
+                continue
+            c0 = line[0]
+            if c0 == "#":
+                if line.startswith("###"):
+                    if event not in ("rows",):
+                        problem(f"decoded row line outside a rows event: {line[:60]!r}")
+                        continue
+                    m = ROW_START_RE.match(line)
+                    if m:
+                        flush_row()
+                        row = (m.group(1), m.group(2).replace("``", "`"), m.group(3).replace("``", "`"))
+                        image = before = after = None
+                        continue
+                    if row is None:
+                        problem(f"decoded row line before its INSERT/UPDATE/DELETE line: {line[:60]!r}")
+                        continue
+                    if line == "### WHERE":
+                        image = before = {}
+                        continue
+                    if line == "### SET":
+                        image = after = {}
+                        continue
+                    m = COL_RE.match(line)
+                    if m and image is not None:
+                        image[int(m.group(1))] = _value(m.group(2))
+                        continue
+                    problem(f"malformed decoded row line {line[:60]!r}")
+                    continue
+                if line.startswith("# at "):
+                    flush_row()
+                    if meta_pending is not None:
+                        self._learn_metadata(meta_pending)
+                        meta_pending = None
+                    p = line[5:].strip()
+                    if not p.isdigit():
+                        problem(f"malformed position line {line[:60]!r}")
+                    pos = p
+                    if event == "query" and stmt:
+                        problem("Query event ends without its '/*!*/;' terminator")
+                        stmt = []
+                    event = None
+                    continue
+                m = HEADER_RE.match(line)
+                if m:
+                    flush_row()
+                    if meta_pending is not None:
+                        self._learn_metadata(meta_pending)
+                        meta_pending = None
+                    if stmt:
+                        problem("Query event ends without its '/*!*/;' terminator")
+                        stmt = []
+                    body = m.group(7).strip()
+                    ts = self._stamp(m.group(1), m.group(2), m.group(3), m.group(4))
+                    event = "other"
+                    try:
+                        g = mariadb.parse_gtid(body)
+                        if g is not None:
+                            self.dialects["mariadb"] += 1
+                            flags = g["flags"]
+                            if self._allow_parallel is not None and self._allow_parallel:
+                                flags.add("allow_parallel")
+                            start({"gtid": g["gtid"], "commit_id": g["commit_id"], "flags": flags,
+                                   "standalone": g["standalone"], "timestamp": ts,
+                                   "ddl": "ddl" in flags}, lineno)
+                            event = "gtid"
+                            continue
+                        g = mysql.parse_gtid(body)
+                        if g is not None:
+                            self.dialects["mysql"] += 1
+                            t_us = g.get("original_committed_timestamp") or g.get("immediate_commit_timestamp")
+                            start({"last_committed": g["last_committed"],
+                                   "sequence_number": g["sequence_number"],
+                                   "timestamp": t_us / 1e6 if t_us else ts}, lineno)
+                            event = "gtid"
+                            continue
+                    except ValueError as e:
+                        problem(str(e))
+                        if cur is None:
+                            # resume at the next good GTID; this group's events are dropped
+                            cur = _Open(line=lineno, file=self.file, bad=(lineno, str(e)))
+                        continue
+                    if body.startswith("Table_map:"):
+                        mt = TABLE_MAP_RE.match(body)
+                        if not mt:
+                            problem(f"malformed Table_map event {body[:60]!r}")
+                            continue
+                        self._meta[int(mt.group(3))] = (mt.group(1), mt.group(2))
+                        meta_pending = [mt.group(1).replace("``", "`"), mt.group(2).replace("``", "`"), None, None]
+                        event = "table_map"
+                        if cur is None:
+                            problem("Table_map event outside any transaction")
+                        continue
+                    mr = ROWS_EV_RE.match(body)
+                    if mr:
+                        if int(mr.group(2)) not in self._meta:
+                            problem(f"rows event for table id {mr.group(2)} with no Table_map")
+                        if cur is None:
+                            problem("rows event outside any transaction")
+                        event = "rows"
+                        continue
+                    mq = QUERY_EV_RE.match(body)
+                    if mq:
+                        event = "query"
+                        if cur is not None and cur.session is None:
+                            cur.session = int(mq.group(1))
+                        continue
+                    if body.startswith("Xid = ") or body.startswith("XID = "):
+                        event = "xid"
+                        continue
+                    if body.startswith("Rotate to "):
+                        if cur is not None:
+                            problem("Rotate event inside a transaction")
+                        self.file += 1
+                        self._rotated = True
+                        event = "rotate"
+                        continue
+                    if body.startswith("Start: binlog v") or body.startswith("Format_desc"):
+                        # each binlog file opens with this event: a second one in the same file
+                        # index with no Rotate before it means the next file's text follows
+                        if self._rotated:
+                            self._rotated = False
+                        elif self._start_file == self.file:
+                            self.file += 1
+                        self._start_file = self.file
+                        event = "start"
+                        continue
+                    if body.startswith("Incident"):
+                        problem("Incident event: the source marked a gap in its binlog")
+                        continue
+                    if body.startswith(("Stop", "Gtid list", "Binlog checkpoint", "Previous-GTIDs",
+                                        "Intvar", "User_var", "Rand", "Annotate_rows", "Rows_query",
+                                        "Heartbeat", "Start_encryption", "Execute_load_query",
+                                        "Begin_load_query", "Append_block", "Delete_file",
+                                        "Transaction_payload", "Transaction_context",
+                                        "View_change", "XA PREPARE", "Unknown")):
+                        continue
+                    if body.startswith(("Write_rows", "Update_rows", "Delete_rows")):
+                        problem(f"unknown rows event form {body[:60]!r}")
+                        continue
+                    continue  # an event we do not need
+                if line.startswith("# Columns("):
+                    if meta_pending is not None:
+                        meta_pending[2] = [line[len("# Columns("):]]
+                    continue
+                if meta_pending is not None and meta_pending[2] is not None and meta_pending[3] is None \
+                        and line.startswith("#         "):
+                    meta_pending[2].append(line[1:])
+                    continue
+                if line.startswith("# Primary Key(") and meta_pending is not None:
+                    meta_pending[3] = line[len("# Primary Key("):].rstrip().rstrip(")")
+                    continue
+                if line.startswith("# End of log file"):
+                    ended = True
+                    continue
+                if not line.startswith("#"):
+                    problem(f"unreadable line {line[:60]!r}")
+                continue  # other comments: annotations (#Q>), original_commit_timestamp, ...
+            # ---- a line that is not a comment: SQL text of the current event
+            if line.startswith("DELIMITER "):
+                preamble = True
+                continue
+            if line.startswith("ROLLBACK /* added by mysqlbinlog */") or line.startswith("/*!50003 SET") \
+                    or line.startswith("/*!50530 SET") or line.startswith("/*!40019 SET"):
+                continue
+            if line.startswith("BINLOG '"):
+                problem("base64 BINLOG statement: print the log with -vv --base64-output=decode-rows")
+                continue
+            if event in ("rows", "table_map"):
+                problem(f"unexpected text inside a {event} event: {line[:60]!r}")
+                continue
+            if event == "gtid":
+                m = mysql.GTID_NEXT_RE.match(line)
+                if m and cur is not None:
+                    if m.group(1) != "ANONYMOUS":
+                        cur.gtid = m.group(1)
+                    continue
+                if line.startswith("/*M!100101 SET @@session.skip_parallel_replication="):
+                    m = mariadb.SKIP_PARALLEL_RE.search(line)
+                    self._allow_parallel = m.group(1) == "0"
+                    if cur is not None:
+                        (cur.flags.add if self._allow_parallel else cur.flags.discard)("allow_parallel")
+                    continue
+                if line.startswith("/*"):
+                    continue  # session settings carried by the GTID event
+                if line == "START TRANSACTION" or line == STMT_END:
+                    if line == "START TRANSACTION" and cur is not None:
+                        cur.standalone = False
+                        cur.in_body = True
+                    continue
+                if line.startswith("XA START"):
+                    continue
+                problem(f"unexpected text after a GTID event: {line[:60]!r}")
+                continue
+            if event == "xid":
+                if line == "COMMIT" + STMT_END or line == "COMMIT":
+                    if cur is None:
+                        problem("COMMIT outside any transaction")
+                        continue
+                    t = finish()
+                    if t is not None:
+                        yield t
+                    continue
+                problem(f"unexpected text after an Xid event: {line[:60]!r}")
+                continue
+            if event == "query":
+                if line.endswith(STMT_END):
+                    stmt.append(line[: -len(STMT_END)])
+                    full = "\n".join(stmt)
+                    stmt = []
+                    t = statement(full, lineno)
+                    if t is not None:
+                        yield t
+                else:
+                    stmt.append(line)
+                continue
+            if event in ("start", "other", "rotate", None):
+                if line.startswith("/*") or line.startswith("SET ") or line == STMT_END \
+                        or line.startswith("use "):
+                    continue
+            problem(f"unreadable line {line[:60]!r}")
+        # ---- end of this input
+        flush_row()
+        if stmt:
+            problem("input ends inside a Query event (truncated?)")
+        if cur is not None:
+            problem(f"input ends inside transaction {cur.gtid or ''} begun at line {cur.line}: "
+                    "truncated?", lineno)
+            if cur is not None and cur.bad is not None:
+                self.skipped.append(Skipped(cur.bad[0], cur.gtid, cur.bad[1]))
+            cur = None
+        if preamble and not ended:
+            problem("input ends without '# End of log file': truncated", lineno)
+
+    def _learn_metadata(self, meta: list) -> None:
+        db, name, col_lines, pk = meta
+        if col_lines is None:
+            return
+        text = " ".join(s.strip() for s in col_lines).strip()
+        if text.endswith(")"):
+            text = text[:-1]
+        known = self.catalog.get(db, name)
+        meta_t = table_from_metadata(db, name, text, pk)
+        if known is not None and known.origin != "table-map metadata":
+            if len(known.columns) != len(meta_t.columns):
+                self.catalog.forget(db, name, f"schema gives {len(known.columns)} columns, the "
+                                              f"binlog's table map {len(meta_t.columns)}")
+            return
+        if known is None and (db.lower(), name.lower()) in self.catalog.unknown:
+            return
+        self.catalog.add(meta_t)
+        self.metadata_tables.add(f"{db}.{name}")
+        self._fk_parent_cache.clear()
