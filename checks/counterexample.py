@@ -38,22 +38,56 @@ def _location(loc: dict[str, Any] | None) -> str:
     return f"  ({loc['module']}.tla line {loc['line']}, col {loc['col']})"
 
 
+def _diff(path: str, old: Any, new: Any) -> list[tuple[str, Any]]:
+    """(path, new value) of what changed, descending into records, functions and
+    sequences of the same shape: `tstate[3] = "committed"` reads better than the
+    whole of `tstate`. Paths use TLA+ notation (r.f, f[k], s[i])."""
+    if value_key(old) == value_key(new):
+        return []
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        parts = [(f"{path}[{i}]", o, n) for i, (o, n) in enumerate(zip(old, new), 1)]
+    elif (isinstance(old, dict) and isinstance(new, dict) and set(old) == set(new)
+          and not any(k.startswith("$") for k in old)):
+        parts = [(f"{path}.{k}", old[k], new[k]) for k in new]
+    elif (isinstance(old, dict) and isinstance(new, dict) and set(old) == set(new) == {"$fn"}
+          and [value_key(k) for k, _ in old["$fn"]] == [value_key(k) for k, _ in new["$fn"]]):
+        parts = [(f"{path}[{format_value(k)}]", o, n)
+                 for (k, o), (_, n) in zip(old["$fn"], new["$fn"])]
+    else:
+        return [(path, new)]
+    changed = [(p, o, n) for p, o, n in parts if value_key(o) != value_key(n)]
+    if len(changed) > max(1, len(parts) // 2):
+        return [(path, new)]  # most of it changed: the whole value is clearer
+    out: list[tuple[str, Any]] = []
+    for p, o, n in changed:
+        out += _diff(p, o, n)
+    return out
+
+
 def render_text(cex: dict[str, Any]) -> str:
-    """One block per step: the action, then only the variables it changed
-    (the first state shows every variable)."""
+    """One block per step: the action, then only what it changed (the first
+    state shows every variable)."""
     v = cex["violated"]
     what = {"invariant": "invariant", "action_property": "action property",
             "temporal": "temporal property", "deadlock": "deadlock"}.get(v["kind"], v["kind"])
-    title = f"{cex['model']}: {what} {v['name'] or ''}".rstrip()
-    lines = [title, f"spec {cex['spec']}, config {cex['cfg']}", ""]
-    prev: dict[str, Any] = {}
+    if v["kind"] == "deadlock":
+        title = f"{cex['model']}: deadlock reached"
+    else:
+        title = f"{cex['model']}: {what} {v['name'] or ''} violated".replace("  ", " ")
+    lines = [title,
+             f"spec {cex['spec']}, config {cex['cfg']}", ""]
+    prev: dict[str, Any] | None = None
     for st in cex["states"]:
         lines.append(f"State {st['index']}: {st['action']}{_location(st['location'])}")
-        changed = [k for k, val in st["vars"].items()
-                   if k not in prev or value_key(prev[k]) != value_key(val)]
-        for k in changed:
-            lines.append(f"  {k} = {format_value(st['vars'][k])}")
-        if prev and not changed:
+        if prev is None:
+            changes = list(st["vars"].items())
+        else:
+            changes = []
+            for k, val in st["vars"].items():
+                changes += _diff(k, prev[k], val) if k in prev else [(k, val)]
+        for path, val in changes:
+            lines.append(f"  {path} = {format_value(val)}")
+        if prev is not None and not changes:
             lines.append("  (no variable changed)")
         prev = st["vars"]
         lines.append("")

@@ -163,20 +163,29 @@ def _name_temporal(result: TLCResult, java: str, jar: Path, entry: dict[str, Any
     order = sorted(props, key=lambda p: p != expected)
     deadline = time.monotonic() + budget
     name = entry["name"]
+    # TLC 2.18 reads the -config file from the spec's folder (by base name), so
+    # each one-property cfg goes into a private copy of the spec's modules.
+    copy = out_dir / f".narrow-{name}"
     for prop in order:
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        single = out_dir / f"{name}.only_{prop}.cfg"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(spec.parent, copy, ignore=shutil.ignore_patterns("states", ".*", "*.out"))
+        single = copy / f"{cfg.stem}__only_{prop}.cfg"
         single.write_text(tlc_config.with_single_property(cfg.read_text(encoding="utf-8"), prop))
-        cmd = tlc_command(java, jar, entry, spec, single, out_dir / f".scratch-{name}")
-        output, code, _ = _run_tlc(cmd, out_dir / f".scratch-{name}", out_dir / f"{name}.only_{prop}.out", left)
-        single.unlink(missing_ok=True)
+        scratch = out_dir / f".scratch-{name}"
+        cmd = tlc_command(java, jar, entry, copy / spec.name, single, scratch)
+        output, code, _ = _run_tlc(cmd, scratch, out_dir / f"{name}.only_{prop}.out", left)
+        shutil.rmtree(copy, ignore_errors=True)
         again = interpret(output, code)
         if again.outcome == "temporal":
             result.violated = prop
             result.trace, result.loop_back, result.stuttering = again.trace, again.loop_back, again.stuttering
             break
+        if again.outcome != "pass":
+            result.message = (f"{result.message} (re-checking {prop} alone gave "
+                              f"{again.got()}: {again.message})")
     return result
 
 
@@ -204,7 +213,8 @@ def run_model(entry: dict[str, Any], *, specs_dir: Path, java: str, jar: Path, o
               default_timeout: float = DEFAULT_TIMEOUT) -> ModelRun:
     name = entry["name"]
     spec, cfg = (specs_dir / entry["spec"]).resolve(), (specs_dir / entry["cfg"]).resolve()
-    for stale in (out_dir / f"{name}.cex.json", out_dir / f"{name}.cex.txt"):
+    for stale in [out_dir / f"{name}.cex.json", out_dir / f"{name}.cex.txt",
+                  *out_dir.glob(f"{name}.only_*.out")]:
         stale.unlink(missing_ok=True)
     timeout = float(entry.get("timeout", default_timeout))
     missing = [str(p) for p in (spec, cfg) if not p.is_file()]
