@@ -69,7 +69,8 @@
 (*     always a prefix of 1..N (commits happen in source order).           *)
 (*   DependenciesRespected: a started transaction t has every transaction  *)
 (*     of an earlier binlog file, and every transaction of its own file    *)
-(*     with sequence_number <= last_committed(t), committed.               *)
+(*     with sequence_number <= last_committed(t) (all of them when         *)
+(*     last_committed(t) = 0), committed.                                  *)
 (*   SerialEquivalence: whenever the committed set is a prefix 1..p (in    *)
 (*     particular at the end), db equals serial replay of 1..p.            *)
 (*   NoDeadlock: while some transaction is uncommitted, some applier step  *)
@@ -84,8 +85,13 @@
 (* BUG FLAGS (design §7): lwm_off_by_one starts when lc <= lwm + 1;        *)
 (* lwm_not_prefix takes lwm = the highest committed sequence_number of the *)
 (* file instead of the committed prefix; rotation_ignored compares         *)
-(* sequence numbers across files (no rotation barrier, lwm from an older   *)
-(* file counts); commit_order_unenforced ignores PreserveCommitOrder.      *)
+(* sequence numbers across files: the lwm is not reset at a rotation, so   *)
+(* the sequence_number of the last committed transaction of the previous  *)
+(* file satisfies last_committed <= lwm in the new one.  (The rotation    *)
+(* drain itself is kept: dropping only the drain is harmless, because the *)
+(* first transaction of a file has lc = 0 and a sequence_number not above *)
+(* its predecessor's is treated as unknown, which makes the next one a    *)
+(* barrier too.)  commit_order_unenforced ignores PreserveCommitOrder.    *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -112,7 +118,7 @@ Prefix == CHOOSE p \in 0..N : (\A u \in 1..p : Committed(u))
                               /\ (p = N \/ ~Committed(p + 1))
 
 \* The coordinator's view of the annotation (schedule_next_event).
-FirstInFile(t) == t = 1 \/ (~rotation_ignored /\ file[t] # file[t - 1])
+FirstInFile(t) == t = 1 \/ file[t] # file[t - 1]
 \* Inconsistent timestamps: treated as unknown (s = L = 0); the checks are
 \* skipped for the first transaction after start or rotation.
 Unknown(t) == /\ ~FirstInFile(t)
@@ -197,10 +203,15 @@ CommitOrderPreserved ==
   PreserveCommitOrder =>
     \A t \in Txns : Committed(t) => \A u \in 1..(t - 1) : Committed(u)
 
-\* u must commit before t starts (the annotation's promise, §1.1, §1.3).
+\* u must commit before t starts (the annotation's promise, §1.1, §1.3):
+\* earlier files, same-file sn <= lc, and everything when lc = 0 ("parent
+\* unknown / in an earlier file", a full barrier on the replica, §1.4).  The
+\* source relies on the last case: its admin floor is dropped when the parent
+\* lies before the file's offset, and 0 is written instead.
 DependsOn(t, u) ==
   /\ u < t
-  /\ file[u] < file[t] \/ (file[u] = file[t] /\ sn[u] <= lc[t])
+  /\ \/ file[u] < file[t]
+     \/ file[u] = file[t] /\ (lc[t] = 0 \/ sn[u] <= lc[t])
 
 DependenciesRespected ==
   \A t \in Txns : tstate[t] \in {"executing", "ready", "committed"} =>
