@@ -218,9 +218,13 @@ def run_model(entry: dict[str, Any], *, specs_dir: Path, java: str, jar: Path, o
         stale.unlink(missing_ok=True)
     timeout = float(entry.get("timeout", default_timeout))
     missing = [str(p) for p in (spec, cfg) if not p.is_file()]
-    if missing:
-        res = TLCResult(outcome="error", error_kind="setup", message=f"file not found: {', '.join(missing)}")
-        return ModelRun(entry, res, 0.0, "ERROR", f"setup error: {res.message}")
+    problem = f"file not found: {', '.join(missing)}" if missing else None
+    if not problem and cfg.parent != spec.parent:
+        # TLC 2.18 looks the -config file up by name in the spec's folder.
+        problem = f"cfg {entry['cfg']} must be in the same folder as spec {entry['spec']}"
+    if problem:
+        res = TLCResult(outcome="error", error_kind="setup", message=problem)
+        return ModelRun(entry, res, 0.0, "ERROR", f"setup error: {problem}")
     scratch = out_dir / f".scratch-{name}"
     cmd = tlc_command(java, jar, entry, spec, cfg, scratch)
     output, code, seconds = _run_tlc(cmd, scratch, out_dir / f"{name}.out", timeout)

@@ -467,3 +467,13 @@ def test_recordings_match_live_tlc(case):
     assert (live.outcome, live.violated, live.distinct_states, live.depth) == \
            (rec.outcome, rec.violated, rec.distinct_states, rec.depth)
     assert live.trace == rec.trace and live.loop_back == rec.loop_back
+
+
+def test_cfg_outside_the_spec_folder_is_refused(tmp_path):
+    # TLC 2.18 would silently read a same-named cfg from the spec's folder instead.
+    (tmp_path / "other").mkdir()
+    shutil.copy(FIX / "ToyValues.cfg", tmp_path / "other" / "ToyValues.cfg")
+    entry = {"name": "m", "spec": str(FIX / "ToyValues.tla"), "cfg": "other/ToyValues.cfg",
+             "mode": "exhaustive", "expect": "pass"}
+    run = tlc.run_model(entry, specs_dir=tmp_path, java="java", jar=JAR, out_dir=tmp_path / "out")
+    assert run.verdict == "ERROR" and "same folder" in run.reason
