@@ -256,9 +256,8 @@ def interpret(output: str, exit_code: int | None = None) -> TLCResult:
                 res.states_generated = _int(m.group(1))
         elif code == TLC_NESTED_EXPRESSION:
             nested.append(msg.text)
-        elif msg.severity == 1 and code not in _TRACE_HEADERS and error is None \
-                and code != CFG_ERROR_READING_FILE:
-            error = msg
+        elif msg.severity in (1, 2) and code not in _TRACE_HEADERS and error is None:
+            error = msg  # MP.ERROR (1) or MP.TLCBUG (2); warnings are 3, states 4
 
     if error is not None and (verdict is None or verdict.code == TLC_SUCCESS):
         _set_error(res, error, loose, nested)
@@ -266,6 +265,11 @@ def interpret(output: str, exit_code: int | None = None) -> TLCResult:
         finished = any(m.code == TLC_FINISHED for m in messages)
         if finished and exit_code == 0:
             res.outcome, res.error_kind, res.message = "pass", None, None
+        else:
+            # e.g. the JVM died (out of memory): say how, with TLC's last words.
+            last = [l.strip() for l in output.splitlines() if l.strip() and "@!@!@" not in l]
+            status = "killed" if exit_code is None else f"exit status {exit_code}"
+            res.message = f"TLC ended without a verdict ({status})" + (f": {last[-1]}" if last else "")
     elif verdict.code == TLC_SUCCESS:
         res.outcome, res.error_kind, res.message = "pass", None, None
     else:

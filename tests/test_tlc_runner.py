@@ -477,3 +477,12 @@ def test_cfg_outside_the_spec_folder_is_refused(tmp_path):
              "mode": "exhaustive", "expect": "pass"}
     run = tlc.run_model(entry, specs_dir=tmp_path, java="java", jar=JAR, out_dir=tmp_path / "out")
     assert run.verdict == "ERROR" and "same folder" in run.reason
+
+
+def test_jvm_failure_without_messages():
+    # What `java -cp <not a TLC jar> tlc2.TLC` prints (exit status 1).
+    out = ("Error: Could not find or load main class tlc2.TLC\n"
+           "Caused by: java.lang.ClassNotFoundException: tlc2.TLC\n")
+    r = interpret(out, 1)
+    assert (r.outcome, r.error_kind) == ("error", "tlc")
+    assert "exit status 1" in r.message and "ClassNotFoundException" in r.message
