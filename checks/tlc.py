@@ -337,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in failed:
             print(f"{r.verdict} {r.name}: {r.reason}")
         ok = len(runs) - len(failed)
-        print(f"{ok}/{len(runs)} models as expected")
+        total = sum(r.seconds for r in runs)
+        print(f"{ok}/{len(runs)} models as expected ({total:.1f}s of TLC)")
 
     if args.update_manifest:
         todo = {r.name: r.last_run() for r in runs if r.result.error_kind not in ("manifest", "setup")}
