@@ -518,6 +518,7 @@ class Reader:
                         problem("COMMIT outside any transaction")
                         continue
                     t = finish()
+                    event = None  # printer trailers (GTID_NEXT='AUTOMATIC') may follow
                     if t is not None:
                         yield t
                     continue
@@ -536,7 +537,7 @@ class Reader:
                 continue
             if event in ("start", "other", "rotate", None):
                 if line.startswith("/*") or line.startswith("SET ") or line == STMT_END \
-                        or line.startswith("use "):
+                        or line.startswith("use ") or line == "ROLLBACK" + STMT_END:
                     continue
             problem(f"unreadable line {line[:60]!r}")
         # ---- end of this input
