@@ -186,6 +186,12 @@ class _Attempt:
             self.writes[key] = False
 
 
+# MariaDB GTID flags by (ddl, waited): FL_TRANSACTIONAL unless DDL; skip_parallel_replication
+# is never set, so FL_ALLOW_PARALLEL always.
+_FLAGS = {(d, w): frozenset({"allow_parallel", "ddl" if d else "transactional"}
+                            | ({"waited"} if w else set()))
+          for d in (False, True) for w in (False, True)}
+
 # Event kinds, in the heap as (time, tie, kind, payload).
 _START, _RESUME, _ENQUEUE, _ENGINE_COMMIT = 0, 1, 2, 3
 
@@ -313,7 +319,8 @@ class _Source:
         body = att.body
         for step in body:
             if step[0] == _RUN:
-                self._push(self.now + step[1], _RESUME, att)
+                self.tie += 1
+                heapq.heappush(self.heap, (self.now + step[1], self.tie, _RESUME, att))
                 return
             if not self._acquire(att, step[1], step[2]):
                 return
@@ -419,10 +426,7 @@ class _Source:
             if self.obs:
                 self.obs("flush", self.now, m.id, s)
             self._push(t, _ENGINE_COMMIT, m)
-            flags = {"allow_parallel"}
-            flags.add("ddl" if m.ddl else "transactional")
-            if m.waited:
-                flags.add("waited")
+            flags = _FLAGS[m.ddl, m.waited]
             writes = list(m.writes)
             self.out.append(Txn(
                 s, writes,
@@ -431,7 +435,7 @@ class _Source:
                 file=self.file,
                 last_committed=m.lc_abs - self.offset if m.lc_abs > self.offset else 0,
                 sequence_number=s - self.offset,
-                commit_id=commit_id, flags=frozenset(flags), session=m.client,
+                commit_id=commit_id, flags=flags, session=m.client,
                 db=(SCHEMA,) if not writes else None,
                 ddl=m.ddl, no_pk=m.no_pk, fk_parent=m.fk_parent,
                 exec=m.exec, commit=p.commit_us, timestamp=round(t, 1)))
@@ -474,21 +478,20 @@ class _Source:
     def _table(self) -> str:
         return f"sbtest{int(self.rng.random() * self.p.tables) + 1}"
 
-    def _sysbench_writes(self, s: float):
-        """sysbench oltp_read_write's write statements: index update (k is not unique: only
-        PRIMARY), non-index update, DELETE then INSERT of the same id; each its own table."""
-        for _ in range(2):
-            yield _LOCK, _pk(self._table(), self.pick_row()), _W
-            yield _RUN, s
-        yield _LOCK, _pk(self._table(), self.pick_row()), _W
-        yield _RUN, 2 * s
-
     def _body_oltp_read_write(self, att: _Attempt):
-        # 10 point selects + 4 range selects (no locks: consistent reads), then 4 writes.
+        # sysbench oltp_read_write: 10 point selects + 4 range selects (consistent reads, no
+        # locks), then index update (k is not unique: only PRIMARY counts), non-index update,
+        # DELETE then INSERT of the same id; each statement picks its own table.
         att.exec = e = self._draw_exec(self.mu)
         s = e / 18
+        rand, tables, pick = self.rng.random, self.p.tables, self.pick_row
         yield _RUN, 14 * s
-        yield from self._sysbench_writes(s)
+        yield _LOCK, f"{SCHEMA}.sbtest{int(rand() * tables) + 1}/PRIMARY={pick()}", _W
+        yield _RUN, s
+        yield _LOCK, f"{SCHEMA}.sbtest{int(rand() * tables) + 1}/PRIMARY={pick()}", _W
+        yield _RUN, s
+        yield _LOCK, f"{SCHEMA}.sbtest{int(rand() * tables) + 1}/PRIMARY={pick()}", _W
+        yield _RUN, 2 * s
 
     def _body_oltp_update_index(self, att: _Attempt):
         att.explicit = False            # autocommit: one UPDATE ... SET k=k+1 WHERE id=?
