@@ -35,7 +35,8 @@ from .simcore import (CAUSES, CommitStage, Deadlock, SimulationError, TxnRun,
 MODES = {"conservative": 1, "optimistic": 2, "aggressive": 3}
 MARIADB_BUGS = frozenset({"gco_start_on_exec", "optimistic_no_kill"})
 
-EXEC_END, READY, SYNC_END, RESUME = 0, 1, CommitStage.SYNC_END, 3
+EXEC_END, READY, RESUME = 0, 1, 3
+SYNC_END, GROUP_START = CommitStage.SYNC_END, CommitStage.GROUP_START
 MULTI_BATCH, FORCE_SWITCH = 1, 2
 PHASE_GCO, PHASE_PRIOR, PHASE_LOCKS = 0, 1, 2
 
@@ -250,6 +251,8 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                 stage.add(run, t)
         elif kind == RESUME:
             try_start(payload, t)
+        elif kind == GROUP_START:
+            stage.group_start(t)
         else:  # SYNC_END
             for run in payload:
                 run.commit = t

@@ -26,7 +26,7 @@ from .simcore import (CAUSES, CommitStage, Deadlock, SimulationError, TxnRun,
                       account_commit_wait)
 
 READY = 1
-SYNC_END = CommitStage.SYNC_END
+SYNC_END, GROUP_START = CommitStage.SYNC_END, CommitStage.GROUP_START
 
 MYSQL_BUGS = frozenset({"lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
                         "commit_order_unenforced"})
@@ -128,6 +128,8 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
         t, _, kind, payload = pop(heap)
         if kind == READY:
             stage.add(payload, t)
+        elif kind == GROUP_START:
+            stage.group_start(t)
         else:  # SYNC_END: the group is durable
             for run in payload:
                 run.commit = t
@@ -178,6 +180,7 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     busy = [False] * workers
     outstanding = 0
+    isolated = False                          # an isolated transaction is outstanding
     coord_t = 0.0
     cause = None
     since = 0.0
@@ -196,7 +199,8 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
 
     def choose_worker():
         dbs = nxt.dep
-        if dbs is None:
+        if dbs is None or isolated:
+            # An isolated transaction waits for every worker, and nothing runs beside it.
             return "barrier" if outstanding else 0
         owners = {pinned[d][0] for d in dbs if d in pinned}
         if len(owners) > 1:
@@ -241,6 +245,7 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
                     entry[1] += 1
             queues[w].append(run)
             outstanding += 1
+            isolated = run.dep is None
             dispatched += 1
             start_next(w, coord_t)
             advance()
@@ -252,6 +257,8 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
         t, _, kind, payload = pop(heap)
         if kind == READY:
             stage.add(payload, t)
+        elif kind == GROUP_START:
+            stage.group_start(t)
         else:
             for run in payload:
                 run.commit = t
@@ -260,6 +267,8 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
                 queues[w].popleft()
                 busy[w] = False
                 outstanding -= 1
+                if run.dep is None:
+                    isolated = False
                 committed += 1
                 for d in run.dep or ():
                     entry = pinned[d]

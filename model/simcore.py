@@ -70,9 +70,11 @@ class CommitStage:
     group. Whoever becomes ready while a sync runs waits for the next group (leader/follower).
     """
 
-    __slots__ = ("sync", "ordered", "busy", "waiting", "next_seq", "heap", "counter")
+    __slots__ = ("sync", "ordered", "busy", "waiting", "next_seq", "heap", "counter", "pending")
 
-    SYNC_END = 2  # event kind, shared with the appliers' event loops
+    # Event kinds, shared with the appliers' event loops.
+    SYNC_END = 2
+    GROUP_START = 4
 
     def __init__(self, sync: float, ordered: bool, heap: list, counter):
         self.sync = sync
@@ -82,9 +84,18 @@ class CommitStage:
         self.next_seq = None  # ordered: the lowest seq not yet committed
         self.heap = heap
         self.counter = counter
+        self.pending = False
 
     def add(self, run: TxnRun, now: float) -> None:
+        """`run` is ready to commit. The group forms after every event of this instant, so
+        transactions ready at the same moment share one sync."""
         self.waiting[run.seq] = run
+        if not self.busy and not self.pending:
+            self.pending = True
+            heapq.heappush(self.heap, (now, next(self.counter), self.GROUP_START, None))
+
+    def group_start(self, now: float) -> None:
+        self.pending = False
         if not self.busy:
             self._start_group(now)
 

@@ -51,7 +51,8 @@ class Txn:
                  no_pk: bool = False, fk_parent: bool = False, exec: float | None = None,
                  commit: float | None = None, timestamp: float | None = None):
         self.seq = seq
-        self.writes = tuple(writes)
+        # An UPDATE that keeps a key lists it in both images: a key is written once.
+        self.writes = tuple(dict.fromkeys(writes))
         # Keys that only an UPDATE's before image contributes (a changed unique value): part of
         # `writes`, listed again so that `before_image_ignored` can be modelled.
         self.before_images = tuple(before_images)

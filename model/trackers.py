@@ -28,7 +28,7 @@ from .trace import Txn
 __all__ = [
     "TRACKERS", "TRACKER_BUGS", "KNOWN_BUGS", "TrackerError", "Tracker", "get_tracker",
     "conflicts", "ClockPoint", "ClockOrder", "clock_depends_on", "soundness_violations",
-    "group_conflicts", "OVER_MAX_DBS_IN_EVENT_MTS",
+    "group_conflicts", "session_order_violations", "OVER_MAX_DBS_IN_EVENT_MTS",
 ]
 
 # The whole bug catalogue (design §7, docs/names.md); a tracker honours the ones in TRACKER_BUGS
@@ -582,3 +582,20 @@ def group_conflicts(pairs: Iterable[tuple[Txn, tuple]]) -> Iterator[tuple[int, i
                 yield m.seq, txn.seq
         if g:
             members.append(txn)
+
+
+def session_order_violations(pairs: Iterable[tuple[Txn, tuple]]) -> Iterator[tuple[int, int]]:
+    """SessionOrder on a clock annotation: yields `(seq_i, seq_j)` for consecutive transactions
+    i < j of one session where j does not depend on i (which, by downward closure, covers every
+    earlier transaction of the session). Memory: one entry per session."""
+    order = ClockOrder()
+    last: dict = {}
+    for txn, dep in pairs:
+        j = order.push(dep)
+        s = txn.session
+        if s is None:
+            continue
+        w = last.get(s)
+        if w is not None and not clock_depends_on(w[0], j):
+            yield w[1], txn.seq
+        last[s] = (j, txn.seq)

@@ -38,7 +38,8 @@ class ImportStats:
     transactions: int = 0
     groups: int | None = None          # MariaDB binlog group commits, from commit ids
     ddl: int = 0                       # standalone DDL transactions (not in binlog_commits)
-    skipped: Counter = field(default_factory=Counter)   # reason -> count
+    skipped: Counter = field(default_factory=Counter)   # reason -> transactions skipped
+    bad_lines_outside: int = 0         # bad lines between transactions (--skip-bad)
     skipped_examples: list = field(default_factory=list)
     files: int = 0
     dialect: str | None = None
@@ -61,6 +62,8 @@ class ImportStats:
             out["commit_groups_excluding_ddl"] = self.groups - self.ddl
         if self.skipped:
             out["skipped"] = dict(self.skipped)
+        if self.bad_lines_outside:
+            out["bad_lines_outside_transactions"] = self.bad_lines_outside
         if self.metadata_tables:
             out["keys_from_table_map_metadata"] = sorted(self.metadata_tables)
         return out
@@ -247,7 +250,10 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
                          else "mysql") if reader.dialects else None
         stats.groups = groups.groups if stats.dialect == "mariadb" else None
         for s in reader.skipped:
-            stats.skipped[_reason_class(s.reason)] += 1
+            if s.outside:
+                stats.bad_lines_outside += 1
+            else:
+                stats.skipped[_reason_class(s.reason)] += 1
         stats.skipped_examples = [
             {"line": s.line, "gtid": s.gtid, "reason": s.reason} for s in reader.skipped[:20]]
         stats.metadata_tables = sorted(reader.metadata_tables)
@@ -299,6 +305,9 @@ def import_main(args) -> int:
                          if stats.groups else "0 commit groups")
         parts.append(f"{stats.files} binlog file(s)")
         print(", ".join(parts))
+        if stats.bad_lines_outside:
+            print(f"ignored {stats.bad_lines_outside} bad line(s) between transactions",
+                  file=sys.stderr)
         if stats.skipped:
             print(f"skipped {sum(stats.skipped.values())} transaction(s): " +
                   "; ".join(f"{n} {why}" for why, n in stats.skipped.most_common()),

