@@ -9,6 +9,8 @@ import tracemalloc
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from commitsched.generate import EXAMPLES, HAND_MADE, generate, generate_source_header, regenerate
 from commitsched.trace import iter_trace, load_trace, write_trace
@@ -151,6 +153,32 @@ def test_ddl_runs_alone():
             if t.file != d.file:
                 break
             assert t.last_committed >= d.sequence_number
+
+
+@settings(max_examples=40)
+@given(workload=st.sampled_from(["oltp_read_write", "oltp_update_index", "oltp_insert", "mixed"]),
+       clients=st.integers(1, 24), tables=st.integers(1, 3), table_size=st.integers(5, 400),
+       skew=st.sampled_from([0.0, 0.5, 0.95]), seed=st.integers(1, 10_000),
+       rotate_every=st.sampled_from([None, 7, 60]), ddl_every=st.sampled_from([None, 5, 40]),
+       fk=st.booleans(), sync_us=st.sampled_from([0.0, 500.0]))
+def test_lock_rules_hold_for_any_parameters(workload, clients, tables, table_size, skew, seed,
+                                            rotate_every, ddl_every, fk, sync_us):
+    kw = dict(workload=workload, clients=clients, tables=tables, table_size=table_size,
+              skew=skew, seed=seed, rotate_every=rotate_every, ddl_every=ddl_every, fk=fk,
+              sync_us=sync_us)
+    txns = _gen(250, **kw)
+    assert [t.seq for t in txns] == list(range(1, 251))
+    _check_intervals(txns)
+    for g in _groups(txns):
+        keys = [k for t in g for k in t.writes]
+        assert len(keys) == len(set(keys))
+        assert all(t.last_committed < g[0].sequence_number for t in g)
+        assert len(g) == 1 or not any(t.ddl for t in g)
+    for t in txns:
+        if t.ddl:
+            assert t.last_committed == (t.sequence_number - 1 if t.sequence_number > 1 else 0)
+    if clients == 1:
+        assert all(t.last_committed == max(0, t.sequence_number - 1) for t in txns)
 
 
 # ------------------------------------------------------------------ groups and flags
