@@ -9,9 +9,9 @@ Each model runs as
     java -XX:+UseParallelGC -cp JAR tlc2.TLC -tool -workers 1 -deadlock
          -metadir SCRATCH -config CFG [-simulate num=K -depth D -seed S] SPEC
 in its own scratch folder under the out folder, with a per-model timeout
-(entry "timeout", else --timeout). `-deadlock` turns TLC's built-in deadlock
-check off, as the manifest's convention asks (deadlocks are an explicit
-NoDeadlock invariant); an entry with "check_deadlock": true keeps it on and
+(entry "timeout", else 180 s; --timeout caps both). `-deadlock` turns TLC's
+built-in deadlock check off, as the manifest's convention asks (deadlocks are
+an explicit NoDeadlock invariant); an entry with "check_deadlock": true keeps it on and
 then expects {"violates": "Deadlock"}.
 
 Writes `<out>/<model>.out` (TLC's raw output) for every model and
@@ -210,13 +210,15 @@ def judge(entry: dict[str, Any], result: TLCResult, timeout: float) -> tuple[str
 
 
 def run_model(entry: dict[str, Any], *, specs_dir: Path, java: str, jar: Path, out_dir: Path,
-              default_timeout: float = DEFAULT_TIMEOUT) -> ModelRun:
+              timeout_cap: float | None = None) -> ModelRun:
     name = entry["name"]
     spec, cfg = (specs_dir / entry["spec"]).resolve(), (specs_dir / entry["cfg"]).resolve()
     for stale in [out_dir / f"{name}.cex.json", out_dir / f"{name}.cex.txt",
                   *out_dir.glob(f"{name}.only_*.out")]:
         stale.unlink(missing_ok=True)
-    timeout = float(entry.get("timeout", default_timeout))
+    timeout = float(entry.get("timeout", DEFAULT_TIMEOUT))
+    if timeout_cap is not None:
+        timeout = min(timeout, timeout_cap)
     missing = [str(p) for p in (spec, cfg) if not p.is_file()]
     problem = f"file not found: {', '.join(missing)}" if missing else None
     if not problem and cfg.parent != spec.parent:
@@ -293,8 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--demo", action="store_true", help='run only entries with "demo": true')
     ap.add_argument("--update-manifest", action="store_true", help="write each run's last_run into the manifest")
     ap.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
-    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
-                    help=f"per-model timeout in seconds unless the entry sets one (default {DEFAULT_TIMEOUT:g})")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help=f"cap on each model's time in seconds (default: the entry's \"timeout\", "
+                         f"else {DEFAULT_TIMEOUT:g})")
     args = ap.parse_args(argv)
 
     try:
@@ -322,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         _progress(f"[{i}/{len(selected)}] {label} ...")
         try:
             run = run_model(entry, specs_dir=specs_dir, java=java, jar=jar, out_dir=args.out,
-                            default_timeout=args.timeout)
+                            timeout_cap=args.timeout)
         except OSError as e:  # e.g. java vanished, out folder not writable
             res = TLCResult(outcome="error", error_kind="setup", message=str(e))
             run = ModelRun(entry, res, 0.0, "ERROR", f"setup error: {e}")
