@@ -34,6 +34,9 @@ The simulated server
   the previous binlog file. Rotation happens after the group during which the file reached
   `rotate_every` transactions (a group never spans two files), so a file holds at least
   `rotate_every` transactions, rarely a few more.
+* Optionally (`commit_wait_count` > 0, MariaDB's binlog_commit_wait_count/_usec) the leader
+  waits before flushing until that many transactions are queued, one of them has a lock
+  waiter (MDEV-7249), or `commit_wait_usec` passes.
 * MariaDB `commit_id`: the group's id (the absolute binlog number of its leader) when the group
   has more than one member; absent for singletons.
 
@@ -90,6 +93,8 @@ class GenParams:
     rtt_us: float = 50.0
     ddl_exec_us: float = 20000.0
     parent_rows: int = 100
+    commit_wait_count: int = 0
+    commit_wait_usec: float = 100000.0
 
     def __post_init__(self):
         if self.workload not in WORKLOADS:
@@ -105,7 +110,8 @@ class GenParams:
                 raise ValueError(f"{name} must be at least 1 (or None)")
         if not 0.0 <= self.skew < 1.0:
             raise ValueError("skew must be in [0, 1)")
-        for name in ("exec_sigma", "commit_us", "sync_us", "rtt_us", "ddl_exec_us"):
+        for name in ("exec_sigma", "commit_us", "sync_us", "rtt_us", "ddl_exec_us",
+                     "commit_wait_count", "commit_wait_usec"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
         if self.exec_us is not None and self.exec_us <= 0:
@@ -157,7 +163,7 @@ class _Attempt:
 
     __slots__ = ("id", "client", "kind", "body", "exec", "held", "writes", "waiting", "waited",
                  "lc_abs", "abs_seq", "ddl", "no_pk", "fk_parent", "explicit", "pending_u",
-                 "freed", "taken", "group", "commit_time")
+                 "freed", "taken", "group", "commit_time", "queued")
 
     def __init__(self, aid: int, client: int, kind: str):
         self.id, self.client, self.kind = aid, client, kind
@@ -176,6 +182,7 @@ class _Attempt:
         self.taken: list[int] = []                   # values taken from the free pool
         self.group: list[_Attempt] | None = None
         self.commit_time = 0.0
+        self.queued = False
 
     def record(self, key: str, role: int) -> None:
         if role == _I:
@@ -193,7 +200,7 @@ _FLAGS = {(d, w): frozenset({"allow_parallel", "ddl" if d else "transactional"}
           for d in (False, True) for w in (False, True)}
 
 # Event kinds, in the heap as (time, tie, kind, payload).
-_START, _RESUME, _ENQUEUE, _ENGINE_COMMIT = 0, 1, 2, 3
+_START, _RESUME, _ENQUEUE, _ENGINE_COMMIT, _WAIT_TIMEOUT = 0, 1, 2, 3, 4
 
 Observer = Callable[..., None]
 
@@ -222,6 +229,8 @@ class _Source:
         # Binlog and group commit.
         self.queue: list[_Attempt] = []
         self.busy = False
+        self.leader_waiting = False     # binlog_commit_wait_count: the leader waits for more
+        self.wait_token = 0
         self.flushed = 0
         self.abs_seq = 0
         self.clock = 0              # absolute max committed sequence number
@@ -264,6 +273,10 @@ class _Source:
                     self._engine_commit(payload)
                 elif kind == _ENQUEUE:
                     self._enqueue(payload)
+                elif kind == _WAIT_TIMEOUT:
+                    if self.leader_waiting and payload == self.wait_token:
+                        self.leader_waiting = False
+                        self._flush()
                 else:
                     self._start(*payload)
             emitted += 1
@@ -355,6 +368,10 @@ class _Source:
         self.waiters.setdefault(key, deque()).append(att)
         if self.obs:
             self.obs("wait", self.now, att.id, key, holder.id)
+        if self.leader_waiting and holder.queued:
+            # MDEV-7249: a queued transaction has a lock waiter: the leader stops waiting.
+            self.leader_waiting = False
+            self._flush()
         return False
 
     def _release(self, att: _Attempt) -> None:
@@ -400,8 +417,23 @@ class _Source:
 
     def _enqueue(self, att: _Attempt) -> None:
         self.queue.append(att)
+        att.queued = True
         if not self.busy:
+            self._lead()
+
+    def _lead(self) -> None:
+        """The leader flushes at once, or with MariaDB's binlog_commit_wait_count > 0 waits
+        until that many are queued, a queued transaction has a lock waiter, or
+        binlog_commit_wait_usec passes (semantics.md §3.2)."""
+        p = self.p
+        if (p.commit_wait_count <= 0 or len(self.queue) >= p.commit_wait_count
+                or any(k in self.waiters for m in self.queue for k in m.held)):
+            self.leader_waiting = False
             self._flush()
+        elif not self.leader_waiting:
+            self.leader_waiting = True
+            self.wait_token += 1
+            self._push(self.now + p.commit_wait_usec, _WAIT_TIMEOUT, self.wait_token)
 
     def _flush(self) -> None:
         """The leader flushes the queue (binlog order), syncs once, then commits in order."""
@@ -417,6 +449,7 @@ class _Source:
         t = self.now + p.sync_us
         mariadb = p.source == "mariadb"
         for m in members:
+            m.queued = False
             self.abs_seq += 1
             self.in_file += 1
             m.abs_seq = s = self.abs_seq
@@ -469,7 +502,7 @@ class _Source:
                 self._push(self.now, _START, (m.client, None))
             self.busy = False
             if self.queue:
-                self._flush()
+                self._lead()
 
     # -------------------------------------------------------------- workload bodies
     # Generators: they draw rows when the statement runs (as sysbench does) and read the
@@ -595,6 +628,7 @@ def generate(n: int, *, workload: str = "oltp_read_write", clients: int = 8, tab
              source: str = "mysql", exec_us: float | None = None, exec_sigma: float = 0.5,
              commit_us: float = 20.0, sync_us: float = 500.0, rtt_us: float = 50.0,
              ddl_exec_us: float = 20000.0, parent_rows: int = 100,
+             commit_wait_count: int = 0, commit_wait_usec: float = 100000.0,
              observer: Observer | None = None) -> Iterator[Txn]:
     """Stream `n` transactions of a simulated source, in binlog order, deterministic for `seed`.
 
@@ -606,7 +640,7 @@ def generate(n: int, *, workload: str = "oltp_read_write", clients: int = 8, tab
         raise ValueError("n must not be negative")
     p = GenParams(workload, clients, tables, table_size, skew, seed, rotate_every, ddl_every, fk,
                   source, exec_us, exec_sigma, commit_us, sync_us, rtt_us, ddl_exec_us,
-                  parent_rows)
+                  parent_rows, commit_wait_count, commit_wait_usec)
     return _Source(p, n, observer).run()
 
 
@@ -790,6 +824,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fk", action="store_true")
     ap.add_argument("--source", default="mysql", choices=SOURCES)
     ap.add_argument("--sync-us", type=float, default=500.0)
+    ap.add_argument("--commit-wait-count", type=int, default=0)
+    ap.add_argument("--commit-wait-usec", type=float, default=100000.0)
     args = ap.parse_args(argv)
     if args.examples:
         for path in regenerate(args.examples):
@@ -800,7 +836,8 @@ def main(argv: list[str] | None = None) -> int:
     kw = dict(workload=args.workload, clients=args.clients, tables=args.tables,
               table_size=args.table_size, skew=args.skew, seed=args.seed,
               rotate_every=args.rotate_every, ddl_every=args.ddl_every, fk=args.fk,
-              source=args.source, sync_us=args.sync_us)
+              source=args.source, sync_us=args.sync_us,
+              commit_wait_count=args.commit_wait_count, commit_wait_usec=args.commit_wait_usec)
     try:
         write_trace(args.output, generate(args.n, **kw), generate_source_header(args.n, **kw))
     except ValueError as e:

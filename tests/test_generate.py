@@ -160,12 +160,14 @@ def test_ddl_runs_alone():
        clients=st.integers(1, 24), tables=st.integers(1, 3), table_size=st.integers(5, 400),
        skew=st.sampled_from([0.0, 0.5, 0.95]), seed=st.integers(1, 10_000),
        rotate_every=st.sampled_from([None, 7, 60]), ddl_every=st.sampled_from([None, 5, 40]),
-       fk=st.booleans(), sync_us=st.sampled_from([0.0, 500.0]))
+       fk=st.booleans(), sync_us=st.sampled_from([0.0, 500.0]),
+       commit_wait_count=st.sampled_from([0, 3, 50]))
 def test_lock_rules_hold_for_any_parameters(workload, clients, tables, table_size, skew, seed,
-                                            rotate_every, ddl_every, fk, sync_us):
+                                            rotate_every, ddl_every, fk, sync_us,
+                                            commit_wait_count):
     kw = dict(workload=workload, clients=clients, tables=tables, table_size=table_size,
               skew=skew, seed=seed, rotate_every=rotate_every, ddl_every=ddl_every, fk=fk,
-              sync_us=sync_us)
+              sync_us=sync_us, commit_wait_count=commit_wait_count, commit_wait_usec=3000.0)
     txns = _gen(250, **kw)
     assert [t.seq for t in txns] == list(range(1, 251))
     _check_intervals(txns)
@@ -335,6 +337,24 @@ def test_more_clients_more_parallelism():
     assert windows[0] == 0 and sizes[0] == 1
     assert windows == sorted(windows) and len(set(windows)) == 4, windows
     assert sizes == sorted(sizes) and len(set(sizes)) == 4, sizes
+
+
+def test_commit_wait_count_makes_larger_groups():
+    # MariaDB binlog_commit_wait_count/_usec on the source (semantics.md §3.2).
+    plain = _gen(3000, workload="oltp_read_write", clients=32)
+    waiting = _gen(3000, workload="oltp_read_write", clients=32, commit_wait_count=16,
+                   commit_wait_usec=2000.0)
+    assert len(_groups(waiting)) < 0.75 * len(_groups(plain))
+    _check_intervals(waiting)
+
+
+def test_commit_wait_stops_when_a_queued_transaction_has_a_lock_waiter():
+    # Five hot rows: the count (100) is never reached; without the MDEV-7249 trigger every
+    # group would wait the full second before its flush.
+    txns = _gen(1000, workload="oltp_read_write", clients=8, table_size=5,
+                commit_wait_count=100, commit_wait_usec=1e6)
+    groups = _groups(txns)
+    assert txns[-1].timestamp < 0.1 * len(groups) * 1e6
 
 
 def test_oltp_read_write_shape():
