@@ -163,7 +163,7 @@ class _Attempt:
 
     __slots__ = ("id", "client", "kind", "body", "exec", "held", "writes", "waiting", "waited",
                  "lc_abs", "abs_seq", "ddl", "no_pk", "fk_parent", "explicit", "pending_u",
-                 "freed", "taken", "group", "commit_time", "queued")
+                 "freed", "taken", "group", "queued")
 
     def __init__(self, aid: int, client: int, kind: str):
         self.id, self.client, self.kind = aid, client, kind
@@ -181,7 +181,6 @@ class _Attempt:
         self.freed: list[int] = []                   # unique values free once committed
         self.taken: list[int] = []                   # values taken from the free pool
         self.group: list[_Attempt] | None = None
-        self.commit_time = 0.0
         self.queued = False
 
     def record(self, key: str, role: int) -> None:
@@ -238,7 +237,6 @@ class _Source:
         self.file = 1
         self.in_file = 0
         self.out: deque[Txn] = deque()
-        self.deadlocks = 0
         # Per-table state of the mixed workload.
         self.u_of: dict[int, int] = {}
         self.u_pool: deque[int] = deque()
@@ -397,7 +395,6 @@ class _Source:
 
     def _rollback(self, att: _Attempt) -> None:
         """Deadlock victim: roll back, release, and let its client run the same kind again."""
-        self.deadlocks += 1
         if self.obs:
             self.obs("rollback", self.now, att.id)
         att.body.close()
@@ -454,7 +451,6 @@ class _Source:
             self.in_file += 1
             m.abs_seq = s = self.abs_seq
             t += p.commit_us
-            m.commit_time = t
             m.group = members
             if self.obs:
                 self.obs("flush", self.now, m.id, s)
