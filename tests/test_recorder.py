@@ -3,6 +3,7 @@ trace against the server's own counters (binlog_commits, binlog_group_commits)."
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,12 +34,15 @@ pytestmark = [
 
 def _record(tmp_path, *args) -> tuple[dict, list]:
     out = tmp_path / "rec.jsonl.gz"
-    r = subprocess.run([sys.executable, RECORD, *args, "--workdir", str(tmp_path / "srv"),
-                        "-o", str(out)], capture_output=True, text=True, timeout=170)
+    r = subprocess.run([sys.executable, RECORD, *args, "-o", str(out)],
+                       capture_output=True, text=True, timeout=170)
     assert r.returncode == 0, r.stdout + r.stderr
     tr = load_trace(str(out))
-    # the server is gone: nothing left listening from our datadir
-    assert not os.path.exists(tmp_path / "srv" / "mysqld.pid")
+    # the server was shut down and its private directory removed
+    datadir = re.search(r"datadir (\S+)", r.stderr).group(1)
+    assert not os.path.exists(datadir)
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert datadir not in ps
     return tr.source, tr.txns
 
 
@@ -65,3 +69,15 @@ def test_record_ddl_workload_counts(tmp_path):
     # standalone DDL is binlogged outside group commit: not in the server's counters
     assert n - len(ddl) == src["binlog_commits"]
     assert groups - len(ddl) == src["binlog_group_commits"]
+
+
+def test_failed_workload_still_stops_the_server(tmp_path):
+    out = tmp_path / "rec.jsonl"
+    r = subprocess.run([sys.executable, RECORD, "--workload", "oltp_update_index", "--tables", "1",
+                        "--table-size", "10", "--sysbench-arg=--no-such-option=1", "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "sysbench prepare failed" in r.stderr
+    datadir = re.search(r"datadir (\S+)", r.stderr).group(1)
+    assert not os.path.exists(datadir)
+    assert datadir not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert not out.exists()

@@ -104,9 +104,14 @@ class Server:
             shutil.chown(self.workdir, self.user, self.user)
             shutil.chown(self.datadir, self.user, self.user)
             owner = [f"--user={self.user}"]
-        subprocess.run([self.tools["install_db"], "--no-defaults", f"--datadir={self.datadir}",
-                        "--auth-root-authentication-method=normal", "--skip-test-db", *owner],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        r = subprocess.run([self.tools["install_db"], "--no-defaults", f"--datadir={self.datadir}",
+                            "--auth-root-authentication-method=normal", "--skip-test-db", *owner],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            hint = (f"\n  (the server runs as '{self.user}': every parent of {self.workdir} must "
+                    "be reachable by that user)" if self.user else "")
+            raise SystemExit(f"record: {os.path.basename(self.tools['install_db'])} failed:\n"
+                             + r.stdout[-1500:] + hint)
         args = [self.tools["server"], "--no-defaults", f"--datadir={self.datadir}",
                 f"--socket={self.sock}", f"--port={self.port}", "--bind-address=127.0.0.1",
                 f"--pid-file={os.path.join(self.workdir, 'mysqld.pid')}",
@@ -156,6 +161,23 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
+
+
+def _rerecord_args(args: list[str]) -> list[str]:
+    """The command line without the options that only say where local files went."""
+    out, skip = [], False
+    for x in args:
+        if skip:
+            skip = False
+            continue
+        name = x.split("=", 1)[0]
+        if name in ("--keep-binlogs", "--workdir", "--port"):
+            skip = "=" not in x
+            continue
+        if name == "--keep":
+            continue
+        out.append(x)
+    return out
 
 
 def sysbench_cmd(tools, a, port: int, action: str) -> list[str]:
@@ -277,8 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         "mean_group_size_server": (round(delta["binlog_commits"] / delta["binlog_group_commits"], 4)
                                    if delta["binlog_group_commits"] else None),
         "time_unit": "s (timestamp: binlog event time, 1 s resolution)",
-        "rerecord": "python traces/record/record.py " + " ".join(
-            x for x in (argv if argv is not None else sys.argv[1:])),
+        "rerecord": "python traces/record/record.py " + " ".join(_rerecord_args(
+            argv if argv is not None else sys.argv[1:])),
     }
     if a.keep_binlogs:
         os.makedirs(a.keep_binlogs, exist_ok=True)
