@@ -249,9 +249,17 @@ def run_model(entry: dict[str, Any], *, specs_dir: Path, java: str, jar: Path, o
 
 # --- reporting ---------------------------------------------------------------
 
+CONSTANTS_WIDTH = 60  # the full list is in the manifest and in --json
+
+
 def _constants(entry: dict[str, Any]) -> str:
     c = entry.get("constants") or {}
-    return " ".join(f"{k}={json.dumps(v) if not isinstance(v, (int, str)) else v}" for k, v in c.items())
+    def show(v: Any) -> str:
+        if isinstance(v, bool):
+            return "TRUE" if v else "FALSE"
+        return v if isinstance(v, str) else json.dumps(v)
+    text = " ".join(f"{k}={show(v)}" for k, v in c.items())
+    return text if len(text) <= CONSTANTS_WIDTH else text[:CONSTANTS_WIDTH - 1] + "…"
 
 
 def _num(n: int | None) -> str:
