@@ -2,12 +2,14 @@
 
 `<model>.cex.json`:
     {"model", "spec", "cfg", "violated": {"kind", "name"}, "message",
-     "states": [{"index", "action", "location", "vars": {var: value}}],
+     "states": [{"index", "action", "location", "vars": {var: value}, "moves"}],
      "loop_back": {"to_state", "action", "location"} | null, "stuttering": bool}
 Values use the JSON form of tla_values (sets {"$set": [...]}, functions
 {"$fn": [[k, v], ...]}, model values {"$mv": name}). `loop_back` is set for a
 liveness lasso: after the last state, `action` leads back to state `to_state`.
 `stuttering` means the behaviour ends by stuttering forever in its last state.
+`moves` names what a step did to transactions in the shared vocabulary
+(docs/names.md), read off `tstate`: ["Dispatch(2)"], ["Commit(1)", "Commit(2)"].
 """
 from __future__ import annotations
 
@@ -20,16 +22,47 @@ from .tlc_output import TLCResult
 
 
 def to_json(result: TLCResult, *, model: str, spec: str, cfg: str) -> dict[str, Any]:
+    states, prev = [], None
+    for st in result.trace:
+        moves = lifecycle_moves(prev, st["vars"]) if prev is not None else []
+        states.append({**st, "moves": moves})
+        prev = st["vars"]
     return {
         "model": model,
         "spec": spec,
         "cfg": cfg,
         "violated": {"kind": result.outcome, "name": result.violated},
         "message": result.message,
-        "states": result.trace,
+        "states": states,
         "loop_back": result.loop_back,
         "stuttering": result.stuttering,
     }
+
+
+# docs/names.md: the life-cycle moves of `tstate[t]` and the action that makes each.
+LIFECYCLE = {("queued", "dispatched"): "Dispatch", ("dispatched", "executing"): "Start",
+             ("executing", "ready"): "ExecEnd", ("ready", "committed"): "Commit"}
+
+
+def _txn_states(v: Any) -> dict[Any, Any] | None:
+    if isinstance(v, list):
+        return {i: s for i, s in enumerate(v, 1)}
+    if isinstance(v, dict) and set(v) == {"$fn"}:
+        return {format_value(k): s for k, s in v["$fn"]}
+    return None
+
+
+def lifecycle_moves(prev: dict[str, Any], cur: dict[str, Any]) -> list[str]:
+    """The shared-vocabulary actions a step performs, read off `tstate`
+    (e.g. ["Commit(1)", "Commit(2)"] for a group commit). TLC names a step after
+    the spec's operator, which is only `Next` when a spec's actions sit under a
+    conjunction; this names the step in the project's terms. Empty when the
+    spec has no `tstate` or the step does not move a transaction."""
+    old, new = _txn_states(prev.get("tstate")), _txn_states(cur.get("tstate"))
+    if not old or not new or set(old) != set(new):
+        return []
+    return [f"{LIFECYCLE[(old[t], new[t])]}({t})" for t in new
+            if (old[t], new[t]) in LIFECYCLE]
 
 
 def _location(loc: dict[str, Any] | None) -> str:
@@ -78,7 +111,9 @@ def render_text(cex: dict[str, Any]) -> str:
              f"spec {cex['spec']}, config {cex['cfg']}", ""]
     prev: dict[str, Any] | None = None
     for st in cex["states"]:
-        lines.append(f"State {st['index']}: {st['action']}{_location(st['location'])}")
+        moves = lifecycle_moves(prev, st["vars"]) if prev is not None else []
+        lines.append(f"State {st['index']}: {st['action']}{_location(st['location'])}"
+                     + (f"  [{', '.join(moves)}]" if moves else ""))
         if prev is None:
             changes = list(st["vars"].items())
         else:

@@ -486,3 +486,22 @@ def test_jvm_failure_without_messages():
     r = interpret(out, 1)
     assert (r.outcome, r.error_kind) == ("error", "tlc")
     assert "exit status 1" in r.message and "ClassNotFoundException" in r.message
+
+
+def test_lifecycle_moves_name_steps_in_the_shared_vocabulary():
+    q, d, e, r, c = "queued", "dispatched", "executing", "ready", "committed"
+    moves = counterexample.lifecycle_moves
+    assert moves({"tstate": [q, q]}, {"tstate": [d, q]}) == ["Dispatch(1)"]
+    assert moves({"tstate": [d, e]}, {"tstate": [e, r]}) == ["Start(1)", "ExecEnd(2)"]
+    assert moves({"tstate": [r, r]}, {"tstate": [c, c]}) == ["Commit(1)", "Commit(2)"]
+    fn = lambda *s: {"$fn": [[{"$mv": f"t{i}"}, x] for i, x in enumerate(s, 1)]}
+    assert moves({"tstate": fn(q)}, {"tstate": fn(d)}) == ["Dispatch(t1)"]
+    assert moves({"tstate": [q]}, {"tstate": [c]}) == []  # not one life-cycle move
+    assert moves({"x": 1}, {"x": 2}) == []
+    # The JSON and the text carry them.
+    result = recorded("invariant_initial")
+    result.trace = [{"index": 1, "action": "Initial predicate", "location": None, "vars": {"tstate": [q, q]}},
+                    {"index": 2, "action": "Next", "location": None, "vars": {"tstate": [d, q]}}]
+    cex = counterexample.to_json(result, model="m", spec="S.tla", cfg="S.cfg")
+    assert [s["moves"] for s in cex["states"]] == [[], ["Dispatch(1)"]]
+    assert "State 2: Next  [Dispatch(1)]" in counterexample.render_text(cex)
