@@ -345,3 +345,31 @@ def test_no_primary_key_marks_no_pk(tmp_path):
 def test_progress_only_on_a_terminal(tmp_path, capsys):
     import_binlog([MY1], str(tmp_path / "o.jsonl"))
     assert capsys.readouterr().err == ""
+
+
+def test_mysql_anonymous_gtids(tmp_path):
+    text = "".join(lines_of(MY1)).replace("\tGTID\tlast_committed", "\tAnonymous_GTID\tlast_committed")
+    text = re.sub(r"GTID_NEXT= '[^']*:\d+'", "GTID_NEXT= 'ANONYMOUS'", text)
+    p = tmp_path / "anon.txt"
+    p.write_text(text)
+    _, tr = imp(tmp_path, [str(p)])
+    assert len(tr) == 5 and all(x.gtid is None for x in tr)
+    assert [x.sequence_number for x in tr] == [1, 2, 3, 4, 5]
+
+
+def test_statement_based_dml_is_refused(tmp_path):
+    text = "".join(lines_of(MY2)).replace("BEGIN\n/*!*/;", "UPDATE orders SET total = 0\n/*!*/;", 1)
+    p = tmp_path / "sbr.txt"
+    p.write_text(text)
+    with pytest.raises(TraceError) as e:
+        import_binlog([str(p)], str(tmp_path / "o.jsonl"))
+    assert "statement-based DML" in e.value.reason and e.value.line is not None
+
+
+def test_schema_column_count_mismatch_makes_table_unknown(tmp_path):
+    """A --schema that disagrees with the binlog's own table map (out of date) is not trusted."""
+    schema = tmp_path / "s.sql"
+    schema.write_text(open(MDB_BINARY_SCHEMA).read().replace("`pad` char(60)", "`pad` char(60),\n  `extra` int"))
+    with pytest.raises(TraceError) as e:
+        import_binlog([MDB_GROUPS], str(tmp_path / "o.jsonl"), schema=str(schema))
+    assert "columns" in e.value.reason

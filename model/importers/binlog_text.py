@@ -116,6 +116,7 @@ class Reader:
         self._allow_parallel: bool | None = None
         self._meta: dict[int, tuple[str, str]] = {}
         self._ts_cache: dict[str, float] = {}
+        self._meta_seen: dict[tuple[str, str], tuple] = {}
 
     # ------------------------------------------------------------ helpers
     def _stamp(self, date: str, h: str, mi: str, s: str) -> float:
@@ -562,6 +563,10 @@ class Reader:
         if text.endswith(")"):
             text = text[:-1]
         known = self.catalog.get(db, name)
+        # every Table_map repeats the metadata: parse it only when it changes
+        if known is not None and self._meta_seen.get((db, name)) == (text, pk, id(known)):
+            return
+        self._meta_seen[(db, name)] = (text, pk, id(known))
         meta_t = table_from_metadata(db, name, text, pk)
         if known is not None and known.origin != "table-map metadata":
             if len(known.columns) != len(meta_t.columns):
@@ -570,6 +575,13 @@ class Reader:
             return
         if known is None and (db.lower(), name.lower()) in self.catalog.unknown:
             return
+        if known is not None:
+            # keep UNIQUE keys an ALTER TABLE in the log added to a metadata-only table
+            for index, cols in known.unique.items():
+                if index != "PRIMARY" and all(c.lower() in meta_t.columns_lower for c in cols):
+                    meta_t.unique.setdefault(index, cols)
+            meta_t.fks = known.fks
         self.catalog.add(meta_t)
+        self._meta_seen[(db, name)] = (text, pk, id(meta_t))
         self.metadata_tables.add(f"{db}.{name}")
         self._fk_parent_cache.clear()

@@ -211,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-sync", dest="sync", action="store_false",
                    help="sync_binlog=0, innodb_flush_log_at_trx_commit=2 (default: 1/1, durable "
                         "as in production; the fsync is what makes commits group)")
+    p.add_argument("--max-binlog-size", type=int, default=1 << 30,
+                   help="rotate the binlog at this size (bytes, >= 4096): several files")
     p.add_argument("--port", type=int, default=33107)
     p.add_argument("--workdir", help="server directory (default: a fresh one under /tmp, removed)")
     p.add_argument("--keep", action="store_true", help="keep the server directory")
@@ -230,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = {
         "server_id": "1", "log_bin": os.path.join(workdir, "data", "binlog"),
         "binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL",
-        "max_binlog_size": "1073741824",
+        "max_binlog_size": str(a.max_binlog_size),
         "sync_binlog": "1" if a.sync else "0",
         "innodb_flush_log_at_trx_commit": "1" if a.sync else "2",
         "innodb_buffer_pool_size": "268435456", "max_connections": str(max(200, a.threads + 20)),
