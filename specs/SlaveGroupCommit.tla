@@ -8,7 +8,8 @@
 (* parallel, in conservative or optimistic mode (MariaDBApplier.tla).      *)
 (*                                                                         *)
 (* INTERMEDIATE REPLICA                                                    *)
-(*   Each transaction's kind is chosen at Init: a non-empty write set over *)
+(*   Each transaction's kind is chosen when the intermediate executes it   *)
+(*   (lazily, so the initial state is unique): a non-empty write set over  *)
 (*   Keys, or (AllowDDL) a DDL, which conflicts with everything.           *)
 (*   IExec(t)  MDB103 log.cc queue_for_group_commit /                      *)
 (*     wait_for_sufficient_commits: with no commit ids upstream every      *)
@@ -102,8 +103,11 @@ TxnKinds ==
     {[ddl |-> FALSE, ws |-> s] : s \in (SUBSET Keys) \ {{}}}
     \cup (IF AllowDDL THEN {[ddl |-> TRUE, ws |-> Keys]} ELSE {})
 
+\* Kind of a transaction the intermediate has not executed yet.
+Unknown == [ddl |-> FALSE, ws |-> {}]
+
 Init ==
-    /\ txn \in [Txns -> TxnKinds]
+    /\ txn = [t \in Txns |-> Unknown]
     /\ iNext = 1
     /\ iOpen = 1
     /\ cid = [t \in Txns |-> 0]
@@ -121,13 +125,15 @@ IExec(t) ==
     /\ t = iNext
     /\ t <= N
     /\ iNext - iOpen < CommitWaitCount
-    /\ LET wait == \E u \in iOpen..(iNext - 1) : Conflict(u, t)
-       IN /\ waited' = [waited EXCEPT ![t] = wait]
-          /\ IF wait /\ ~group_not_split_on_wait
-             THEN CloseGroup /\ iOpen' = t      \* has_waiter: commit now
-             ELSE UNCHANGED <<cid, iOpen>>
+    /\ \E kind \in TxnKinds :
+          LET wait == \E u \in iOpen..(iNext - 1) :
+                         kind.ddl \/ txn[u].ddl \/ kind.ws \cap txn[u].ws # {}
+          IN /\ txn' = [txn EXCEPT ![t] = kind]
+             /\ waited' = [waited EXCEPT ![t] = wait]
+             /\ IF wait /\ ~group_not_split_on_wait
+                THEN CloseGroup /\ iOpen' = t      \* has_waiter: commit now
+                ELSE UNCHANGED <<cid, iOpen>>
     /\ iNext' = t + 1
-    /\ UNCHANGED txn
 
 IFlush ==
     /\ iOpen < iNext
@@ -149,7 +155,8 @@ Done == iNext = N + 1 /\ iOpen = iNext /\ A!AllCommitted
 (* Properties *)
 
 TypeOK ==
-    /\ txn \in [Txns -> TxnKinds]
+    /\ txn \in [Txns -> TxnKinds \cup {Unknown}]
+    /\ \A t \in Txns : (txn[t] = Unknown) <=> t >= iNext
     /\ iNext \in 1..(N + 1)
     /\ iOpen \in 1..iNext
     /\ cid \in [Txns -> 0..N]
