@@ -35,6 +35,23 @@ _ADMIN_RE = re.compile(r"^(ANALYZE|OPTIMIZE|REPAIR|CHECK)\s+(?:NO_WRITE_TO_BINLO
 _DML_RE = re.compile(r"^(INSERT|REPLACE|UPDATE|DELETE|LOAD\s+DATA)\b", re.I)
 
 
+_DDL_TARGET_RE = re.compile(
+    r"^(?:CREATE|ALTER|DROP|TRUNCATE|RENAME)\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?"
+    r"(TABLE|DATABASE|SCHEMA|VIEW|INDEX\s+\S+\s+ON)?\s*(?:IF\s+(?:NOT\s+)?EXISTS\s+)?"
+    r"(`(?:[^`]|``)+`|\w+)(?:\.(`(?:[^`]|``)+`|\w+))?", re.I)
+
+
+def _ddl_schemas(sql: str) -> list[str]:
+    """The schema a DDL statement names explicitly (`db`.`t`, or CREATE DATABASE db), if any."""
+    m = _DDL_TARGET_RE.match(sql)
+    if not m:
+        return []
+    unq = lambda x: x[1:-1].replace("``", "`") if x.startswith("`") else x
+    if m.group(1) and m.group(1).upper() in ("DATABASE", "SCHEMA"):
+        return [unq(m.group(2))]
+    return [unq(m.group(2))] if m.group(3) else []
+
+
 class InputError(Exception):
     """A problem at one line of the input: where, and why."""
 
@@ -307,8 +324,8 @@ class Reader:
                     cur.admin = True
                 if u.startswith(_DDL_WORDS) or _ADMIN_RE.match(s) or "ddl" in cur.flags:
                     cur.ddl = cur.ddl or not u.startswith(("ANALYZE", "OPTIMIZE", "REPAIR", "CHECK"))
-                    if query_db:
-                        cur.db[query_db] = None
+                    for d in _ddl_schemas(s) or ([query_db] if query_db else []):
+                        cur.db[d] = None
                     self.catalog.apply_ddl(s, query_db)
                     self._fk_parent_cache.clear()
                 elif cur.bad is None:
