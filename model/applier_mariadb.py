@@ -207,22 +207,21 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
             try_start(waiter, now)
 
     def take_next(w: int, now: float) -> None:
+        nonlocal cause, driver_t
         if current[w] is None and queues[w]:
             run = queues[w].popleft()
             current[w] = run
             try_start(run, now)
-
-    def driver_blocked() -> str | None:
-        if len(queues[slot]) + (current[slot] is not None) > max_queued:
-            return "no_free_worker"
-        return None
+            if cause is not None and w == slot:      # the thread the driver waits for
+                blocked[cause] += now - since
+                cause = None
+                driver_t = max(driver_t, now)
 
     advance()
     while True:
         if nxt is not None and cause is None and (not heap or heap[0][0] > driver_t):
-            cause = driver_blocked()
-            if cause is not None:
-                since = driver_t
+            if len(queues[slot]) + (current[slot] is not None) > max_queued:
+                cause, since = "no_free_worker", driver_t    # back-pressure on that thread
                 continue
             run = nxt
             classify(run)
@@ -275,13 +274,6 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                     else:
                         try_start(waiter, t)
                 take_next(run.worker, t)
-        if cause is not None:
-            now_cause = driver_blocked()
-            if now_cause != cause:
-                blocked[cause] += t - since
-                since, cause = t, now_cause
-                if cause is None:
-                    driver_t = max(driver_t, t)
     if nxt is not None or committed != queued:
         stuck = sorted(r.seq for r in current if r is not None)
         raise Deadlock(f"no event can fire while {queued - committed} queued transactions have "

@@ -91,8 +91,13 @@ class CommitStage:
         transactions ready at the same moment share one sync."""
         self.waiting[run.seq] = run
         if not self.busy and not self.pending:
-            self.pending = True
-            heapq.heappush(self.heap, (now, next(self.counter), self.GROUP_START, None))
+            heap = self.heap
+            if heap and heap[0][0] <= now:
+                # More events at this instant: form the group after them.
+                self.pending = True
+                heapq.heappush(heap, (now, next(self.counter), self.GROUP_START, None))
+            else:
+                self._start_group(now)
 
     def group_start(self, now: float) -> None:
         self.pending = False

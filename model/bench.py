@@ -1,0 +1,133 @@
+"""`make bench`: the scorer's speed and memory, measured in one run and reported as figures and
+ratios (never asserted: the machine is shared and noisy).
+
+1. Generate (once, cached under build/bench/) a trace of `--transactions` (default 1,000,000)
+   transactions and time loading it into memory.
+2. Score it under every scheduler at W in {1, 4, 16, 64}: simulated transactions per second.
+3. Growth: time per transaction at W = 64 over W = 4 (O(n log W) means a small ratio), and at
+   n over n/4 (O(n) per run means ~1).
+4. Memory: tracemalloc's peak while streaming the first n/20 and n/5 transactions from the
+   file through a scheduler; bounded by the window means a ratio near 1, not 4.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import json
+import os
+import sys
+import time
+import tracemalloc
+
+from .metrics import RunMetrics
+from .profiles import get_profile
+from .schedulers import DEFAULT_SCHEDULERS, run_scheduler
+from .trace import iter_trace, load_trace, write_trace
+
+WORKERS = (1, 4, 16, 64)
+TARGET_TPS = 200_000
+
+
+def _trace_path(n: int, directory: str) -> str:
+    return os.path.join(directory, f"bench-{n}.jsonl.gz")
+
+
+def ensure_trace(n: int, directory: str, log) -> str:
+    from .generate import generate, generate_source_header
+    path = _trace_path(n, directory)
+    if not os.path.exists(path):
+        params = dict(workload="oltp_read_write", clients=32, tables=8, seed=7, rotate_every=200_000)
+        log(f"generating {n} transactions into {path} (once; cached)")
+        t0 = time.perf_counter()
+        write_trace(path, generate(n, **params), generate_source_header(n, **params))
+        log(f"  generated in {time.perf_counter() - t0:.1f} s")
+    return path
+
+
+def _run(scheduler: str, txns, workers: int, profile) -> tuple[float, RunMetrics]:
+    metrics = RunMetrics(workers)
+    gc.collect()
+    t0 = time.perf_counter()
+    run_scheduler(scheduler, txns, workers, profile, metrics)
+    return time.perf_counter() - t0, metrics
+
+
+def _stream_peak(path: str, count: int, scheduler: str, workers: int, profile) -> int:
+    _, txns = iter_trace(path)
+    gc.collect()
+    tracemalloc.start()
+    run_scheduler(scheduler, itertools.islice(txns, count), workers, profile, RunMetrics(workers))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m commitsched.bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--transactions", type=int, default=1_000_000)
+    ap.add_argument("--dir", default="build/bench")
+    ap.add_argument("--profile", default="durable")
+    ap.add_argument("--scheduler", action="append", help="default: every scheduler")
+    ap.add_argument("--json", help="also write the figures to this JSON file")
+    args = ap.parse_args(argv)
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    profile = get_profile(args.profile)
+    path = ensure_trace(args.transactions, args.dir, log)
+    t0 = time.perf_counter()
+    trace = load_trace(path)
+    load_s = time.perf_counter() - t0
+    n = len(trace)
+    print(f"trace: {path}: {n} transactions; load (parse + validate into memory): {load_s:.2f} s "
+          f"= {n / load_s:,.0f} txn/s")
+    print(f"profile: {profile.name}; target: {TARGET_TPS:,} simulated txn/s per run\n")
+    print(f"{'scheduler':<40} {'W':>3} {'seconds':>8} {'sim txn/s':>11}  {'vs target':>9}")
+    rows = []
+    for sched in args.scheduler or DEFAULT_SCHEDULERS:
+        for w in ([1] if sched == "serial" else WORKERS):
+            secs, m = _run(sched, trace.txns, w, profile)
+            tps = n / secs
+            rows.append({"scheduler": sched, "workers": w, "seconds": round(secs, 3),
+                         "txn_per_s": round(tps), "makespan": m.makespan})
+            print(f"{sched:<40} {w:>3} {secs:>8.2f} {tps:>11,.0f}  {tps / TARGET_TPS:>8.2f}x",
+                  flush=True)
+    # Growth with W and with n, on one scheduler with the most per-worker state.
+    probe = "commit_order+mysql"
+    by_w = {r["workers"]: r["seconds"] for r in rows if r["scheduler"] == probe}
+    quarter = trace.txns[: n // 4]
+    secs_q, _ = _run(probe, quarter, 4, profile)
+    per_txn_full = by_w.get(4, _run(probe, trace.txns, 4, profile)[0]) / n
+    growth_n = per_txn_full / (secs_q / len(quarter))
+    growth_w = (by_w[64] / by_w[4]) if 64 in by_w and 4 in by_w else None
+    small, large = max(1, n // 20), max(2, n // 5)
+    peak_small = _stream_peak(path, small, probe, 16, profile)
+    peak_large = _stream_peak(path, large, probe, 16, profile)
+    peak_mdb_small = _stream_peak(path, small, "commit_id+mariadb_optimistic", 16, profile)
+    peak_mdb_large = _stream_peak(path, large, "commit_id+mariadb_optimistic", 16, profile)
+    tps_all = [r["txn_per_s"] for r in rows]
+    print()
+    print(f"slowest run: {min(tps_all):,} sim txn/s; fastest: {max(tps_all):,}; runs meeting "
+          f"the {TARGET_TPS:,} target: {sum(t >= TARGET_TPS for t in tps_all)}/{len(tps_all)}")
+    if growth_w is not None:
+        print(f"growth with W ({probe}): time at W=64 / time at W=4 = {growth_w:.2f}")
+    print(f"growth with n ({probe}, W=4): time per txn at n / at n/4 = {growth_n:.2f}")
+    print(f"memory, streaming from the file ({probe}, W=16): peak {peak_small / 1e6:.1f} MB for "
+          f"{small} txns, {peak_large / 1e6:.1f} MB for {large} txns: ratio "
+          f"{peak_large / peak_small:.2f} for 4x the transactions")
+    print(f"memory, streaming (commit_id+mariadb_optimistic, W=16): {peak_mdb_small / 1e6:.1f} MB"
+          f" vs {peak_mdb_large / 1e6:.1f} MB: ratio {peak_mdb_large / peak_mdb_small:.2f}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"transactions": n, "load_seconds": load_s, "runs": rows,
+                       "growth_w": growth_w, "growth_n": growth_n,
+                       "memory_peaks": [peak_small, peak_large, peak_mdb_small, peak_mdb_large]},
+                      fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
