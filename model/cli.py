@@ -258,7 +258,11 @@ def cmd_generate(args) -> int:
             if i % 20000 == 0:
                 progress(f"generated {i}/{args.transactions} transactions")
             yield txn
-    write_trace(args.output, counted(), generate_source_header(args.transactions, **params))
+    try:
+        head = generate_source_header(args.transactions, **params)
+        write_trace(args.output, counted(), head)
+    except ValueError as e:          # a parameter the generator refuses (e.g. skew >= 1)
+        raise UsageError(f"generate: {e}") from None
     progress.done()
     print(f"wrote {args.output} ({args.transactions} transactions)", file=sys.stderr)
     return 0

@@ -354,14 +354,23 @@ def trace_from_dicts(objs: Iterable[dict], source: dict | None = None,
 
 # ---------------------------------------------------------------- writing
 
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_jsonl_atomic(path: str, lines: Iterable[dict]) -> None:
     """Write JSON objects one per line to `path` atomically (gzip when it ends in .gz)."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=directory)
+    os.chmod(tmp, _umask_mode())     # mkstemp makes 0600; a written file gets the usual mode
     try:
         with os.fdopen(fd, "wb") as raw:
-            sink = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if path.endswith(".gz") else raw
+            # Level 6: nearly level 9's size at a fraction of its time; mtime 0: reproducible.
+            sink = (gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6)
+                    if path.endswith(".gz") else raw)
             with io.TextIOWrapper(sink, encoding="utf-8", newline="\n") as out:
                 dumps = json.dumps
                 for obj in lines:
@@ -379,6 +388,7 @@ def write_text_atomic(path: str, text: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=directory)
+    os.chmod(tmp, _umask_mode())
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
