@@ -7,6 +7,7 @@ atomically, so a failed command leaves nothing half-written.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -16,6 +17,11 @@ from typing import Sequence
 from . import __version__
 from .profiles import PROFILES, ProfileError, get_profile
 from .trace import TraceError, iter_trace, load_trace, write_trace
+
+# Modules that add subcommands: each has `add_subcommands(subparsers, add_model_options)` and
+# sets `func` on its parsers; a command raising one of the errors caught in `main` (or
+# `UsageError`) gets the one-line error treatment.
+PLUGIN_COMMANDS = ("commitsched.checks.bound_cli", "commitsched.report.cli")
 
 # Traces bigger than this are re-read for each run instead of held in memory.
 STREAM_ABOVE_BYTES = 64 * 1024 * 1024
@@ -398,6 +404,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="import what is valid and report what was skipped")
     i.add_argument("--quiet", action="store_true")
     i.set_defaults(func=cmd_import)
+
+    for module in PLUGIN_COMMANDS:
+        try:
+            plugin = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name != module:
+                raise
+            continue
+        plugin.add_subcommands(sub, _add_model_options)
     return p
 
 
