@@ -409,8 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             plugin = importlib.import_module(module)
         except ModuleNotFoundError as e:
-            if e.name != module:
-                raise
+            if not (e.name and module.startswith(e.name)):
+                raise                # a real import error inside the plugin
             continue
         plugin.add_subcommands(sub, _add_model_options)
     return p
