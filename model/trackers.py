@@ -21,6 +21,7 @@ The property helpers at the end (`ClockOrder`, `soundness_violations`, `group_co
 """
 from __future__ import annotations
 
+from itertools import islice
 from typing import Iterable, Iterator, NamedTuple
 
 from .trace import Txn
@@ -271,7 +272,7 @@ class WritesetTracker(Tracker):
                         history[h] = sn
                     excess = len(history) - history_size
                     if excess > 0:
-                        for h in list(history)[:excess]:
+                        for h in list(islice(history, excess)):
                             del history[h]
                     overflow = False
                 elif overflow:

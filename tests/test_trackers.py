@@ -552,3 +552,17 @@ def test_group_not_split_on_wait_is_caught():
     out = get_tracker("slave_group_commit", commit_wait_count=count,
                       commit_wait_usec=usec).annotate(txns)
     assert list(group_conflicts(out)) == []
+
+
+def test_writeset_finds_parallelism():
+    """Guard against a tracker that is sound because it only echoes the ceiling: on some trace
+    WRITESET goes below the commit-order parent (and WRITESET_SESSION too)."""
+    def lowers(name):
+        def cond(case):
+            (txns, ceilings), hs = case
+            ceil = floored(txns, ceilings)
+            out = get_tracker(name, history_size=hs).annotate(txns)
+            return any(lc < c for (_, (lc, _, _)), c in zip(out, ceil))
+        return cond
+    for name in ("writeset", "writeset_session"):
+        find(cases, lowers(name), settings=FIND)
