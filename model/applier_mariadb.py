@@ -29,7 +29,7 @@ from collections import deque
 from typing import Callable, Iterable
 
 from .profiles import Profile
-from .simcore import (CAUSES, CommitStage, Deadlock, SimulationError, TxnRun,
+from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, SimulationError, TxnRun,
                       account_commit_wait)
 
 MODES = {"conservative": 1, "optimistic": 2, "aggressive": 3}
@@ -65,6 +65,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
 
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     current: list[TxnRun | None] = [None] * workers
+    cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
     locks: dict[str, TxnRun] = {}
     lock_waiters: dict[int, list[TxnRun]] = {}    # holder seq -> runs waiting for its commit
     prior_waiters: dict[int, TxnRun] = {}         # seq that must commit first -> waiting run
@@ -170,8 +171,10 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         if run.attempt == 0:
             count_started += 1
         run.start = now
-        run.exec_end = now + run.exec
-        push(heap, (run.exec_end, next(counter), EXEC_END, (run, run.attempt)))
+        if cpus is None:
+            push(heap, (now + run.exec, next(counter), EXEC_END, (run, run.attempt)))
+        else:
+            cpus.execute(run, now, run.exec, EXEC_END, (run, run.attempt))
 
     def release_locks(run: TxnRun, now: float) -> None:
         """Waiters retry through the event heap, never inside another run's lock loop."""
@@ -188,6 +191,8 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         victim.wasted += now - victim.start
         blocked["retry"] += now - victim.start
         victim.attempt += 1                      # its pending events become stale
+        if cpus is not None and victim.exec_end is None:
+            cpus.release(victim, now)            # killed while executing or queued for a core
         stage.withdraw(victim)
         if victim.marked:                        # unmark_start_commit
             victim.marked = False
@@ -240,6 +245,9 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         if kind == EXEC_END:
             run, attempt = payload
             if attempt == run.attempt:
+                run.exec_end = t
+                if cpus is not None:
+                    cpus.release(run, t)
                 if "ddl" not in run.dep[1]:
                     mark_start_commit(run, t)
                 run.ready = t + run.commit_cost

@@ -22,7 +22,7 @@ from collections import deque
 from typing import Callable, Iterable
 
 from .profiles import Profile
-from .simcore import (CAUSES, CommitStage, Deadlock, SimulationError, TxnRun,
+from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, SimulationError, TxnRun,
                       account_commit_wait)
 
 READY = 1
@@ -54,6 +54,7 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     exec_cost, commit_cost = profile.exec_cost, profile.commit_cost
     free = list(range(workers))          # a heap: the lowest index idle worker first
     gaq: deque[TxnRun] = deque()         # dispatched, not yet released from the head
+    cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
     blocked = dict.fromkeys(CAUSES, 0.0)
 
     lwm = 0
@@ -113,9 +114,12 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
             run.dispatch = coord_t
             coord_t += dispatch_cost
             run.start = coord_t
-            run.exec_end = coord_t + run.exec
-            run.ready = run.exec_end + run.commit_cost
-            push(heap, (run.ready, next(counter), READY, run))
+            if cpus is None:
+                run.exec_end = coord_t + run.exec
+                run.ready = run.exec_end + run.commit_cost
+                push(heap, (run.ready, next(counter), READY, run))
+            else:
+                cpus.execute(run, coord_t, run.exec + run.commit_cost, READY, run)
             gaq.append(run)
             dispatched += 1
             advance()
@@ -127,6 +131,10 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
             break
         t, _, kind, payload = pop(heap)
         if kind == READY:
+            if cpus is not None:
+                cpus.release(payload, t)
+                payload.ready = t
+                payload.exec_end = t - payload.commit_cost
             stage.add(payload, t)
         elif kind == GROUP_START:
             stage.group_start(t)
@@ -179,6 +187,7 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
     partitions = [0] * workers                # schemas pinned per worker (usage_partition)
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     busy = [False] * workers
+    cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
     outstanding = 0
     isolated = False                          # an isolated transaction is outstanding
     coord_t = 0.0
@@ -221,9 +230,12 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
         run = queues[w][0]
         busy[w] = True
         run.start = now
-        run.exec_end = now + run.exec
-        run.ready = run.exec_end + run.commit_cost
-        push(heap, (run.ready, next(counter), READY, run))
+        if cpus is None:
+            run.exec_end = now + run.exec
+            run.ready = run.exec_end + run.commit_cost
+            push(heap, (run.ready, next(counter), READY, run))
+        else:
+            cpus.execute(run, now, run.exec + run.commit_cost, READY, run)
 
     advance()
     while True:
@@ -256,6 +268,10 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
             break
         t, _, kind, payload = pop(heap)
         if kind == READY:
+            if cpus is not None:
+                cpus.release(payload, t)
+                payload.ready = t
+                payload.exec_end = t - payload.commit_cost
             stage.add(payload, t)
         elif kind == GROUP_START:
             stage.group_start(t)

@@ -135,6 +135,10 @@ def _bugs(args) -> frozenset[str]:
         raise UsageError(str(e)) from None
 
 
+def _profile(args):
+    return get_profile(args.profile, cores=getattr(args, "cores", None))
+
+
 def _emit(text: str, path: str | None) -> None:
     if path is None:
         sys.stdout.write(text)
@@ -160,7 +164,7 @@ def cmd_validate(args) -> int:
 
 def cmd_score(args) -> int:
     from .scoring import score_trace, format_table
-    profile = get_profile(args.profile)
+    profile = _profile(args)
     bugs = _bugs(args)
     trace = TraceSource(args.trace)
     progress = Progress(args.quiet)
@@ -179,7 +183,7 @@ def cmd_score(args) -> int:
 
 def cmd_schedule(args) -> int:
     from .schedulers import collect, parse_scheduler
-    profile = get_profile(args.profile)
+    profile = _profile(args)
     sched = parse_scheduler(args.scheduler)
     trace = load_trace(args.trace)
     runs, blocked = collect(sched, trace.txns, args.workers, profile, bugs=_bugs(args),
@@ -203,7 +207,7 @@ def cmd_check(args) -> int:
     from . import properties
     from .schedulers import collect, parse_scheduler
     from .simcore import Deadlock
-    profile = get_profile(args.profile)
+    profile = _profile(args)
     sched = parse_scheduler(args.scheduler)
     trace = load_trace(args.trace)
     failed = 0
@@ -290,6 +294,9 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model options")
     g.add_argument("--profile", default="ideal", choices=sorted(PROFILES),
                    help="cost profile for costs the trace lacks (default: ideal)")
+    g.add_argument("--cores", type=_positive_int, metavar="N",
+                   help="replica CPU cores: executing needs a core, workers beyond it queue "
+                        "(default: the profile's; none = a core per worker)")
     g.add_argument("--preserve-commit-order", type=_on_off, metavar="on|off",
                    help="mysql applier: replica_preserve_commit_order (default on)")
     g.add_argument("--checkpoint-group", type=_positive_int, metavar="N",

@@ -7,7 +7,7 @@ their provenance says so, and `score` prints it, so no figure passes for measure
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,7 @@ class Profile:
     dispatch: float         # coordinator / driver time to read and hand out one transaction
     retry: float            # rollback and re-read cost of one retry (on top of re-executing)
     provenance: str
+    cores: int | None = None  # replica CPU cores executing needs; None: one per worker
 
     def exec_cost(self, txn) -> float:
         return self.exec_default if txn.exec is None else txn.exec
@@ -54,8 +55,14 @@ class ProfileError(ValueError):
     pass
 
 
-def get_profile(name: str) -> Profile:
+def get_profile(name: str, *, cores: int | None = None) -> Profile:
+    """A named profile, with its `cores` replaced when given."""
     try:
-        return PROFILES[name]
+        profile = PROFILES[name]
     except KeyError:
         raise ProfileError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None
+    if cores is not None:
+        if cores < 1:
+            raise ProfileError("cores must be at least 1")
+        profile = replace(profile, cores=cores)
+    return profile

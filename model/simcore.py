@@ -8,6 +8,7 @@ is bounded by what is in flight, not by the trace.
 from __future__ import annotations
 
 import heapq
+from collections import deque
 
 # Why something waited (design §5). The coordinator/driver causes are time the one dispatching
 # thread spent blocked; the per-transaction causes are summed over transactions.
@@ -140,3 +141,43 @@ def account_commit_wait(run: TxnRun, sync: float, ordered: bool, blocked: dict) 
     wait = run.commit - run.ready - sync
     if wait > 1e-9:
         blocked["commit_order" if ordered else "sync_wait"] += wait
+
+
+class CpuPool:
+    """The replica's CPU cores (a profile's `cores`): executing a transaction needs a core;
+    waiting for a dependency, a lock, a commit turn or a sync does not. Workers beyond the cores
+    queue for one, first come first served. `cores=None`: a core per worker (no contention)."""
+
+    __slots__ = ("free", "queue", "heap", "counter", "holders")
+
+    def __init__(self, cores: int, heap: list, counter):
+        self.free = cores
+        self.queue: deque = deque()
+        self.heap = heap
+        self.counter = counter
+        self.holders: set[int] = set()     # seqs holding a core
+
+    def execute(self, run: TxnRun, now: float, duration: float, kind: int, payload) -> None:
+        """Run `duration` of CPU work for `run`, then fire event `kind` with `payload`."""
+        if self.free > 0:
+            self.free -= 1
+            self.holders.add(run.seq)
+            heapq.heappush(self.heap, (now + duration, next(self.counter), kind, payload))
+        else:
+            self.queue.append((run, duration, kind, payload))
+
+    def release(self, run: TxnRun, now: float) -> None:
+        """`run` leaves its core (its CPU work ended, or it was killed)."""
+        if run.seq not in self.holders:
+            for i, entry in enumerate(self.queue):      # killed while queued for a core
+                if entry[0] is run:
+                    del self.queue[i]
+                    return
+            return
+        self.holders.discard(run.seq)
+        if self.queue:
+            nxt, duration, kind, payload = self.queue.popleft()
+            self.holders.add(nxt.seq)
+            heapq.heappush(self.heap, (now + duration, next(self.counter), kind, payload))
+        else:
+            self.free += 1

@@ -64,7 +64,7 @@ def test_group_sync_is_shared():
 
 
 def test_checkpoint_window_stalls_dispatch():
-    trace = clock_trace([(0, 1, 1, "a")] + [(1, s, 1 if s > 2 else 50, f"k{s}") for s in range(2, 8)])
+    trace = clock_trace([(0, 1, 1, "a")] + [(1, s, 1 if s > 2 else 50, [f"k{s}"]) for s in range(2, 8)])
     runs, blocked = collect("commit_order+mysql", trace.txns, 8, IDEAL,
                             applier_options={"checkpoint_group": 3,
                                              "preserve_commit_order": False})
@@ -80,7 +80,7 @@ def test_rotation_is_a_barrier():
 
 
 def test_no_free_worker():
-    trace = clock_trace([(0, 1, 1, "a")] + [(1, s, 4, f"k{s}") for s in range(2, 6)])
+    trace = clock_trace([(0, 1, 1, "a")] + [(1, s, 4, [f"k{s}"]) for s in range(2, 6)])
     runs, blocked = collect("commit_order+mysql", trace.txns, 2, IDEAL)
     assert blocked["no_free_worker"] > 0
     assert sorted(r.worker for r in runs) == [0, 0, 0, 1, 1]
@@ -219,3 +219,23 @@ def test_gco_start_on_exec_lets_dml_run_beside_a_ddl():
                      bugs=frozenset({"gco_start_on_exec"}))
     assert properties.no_conflicting_overlap(good) == []
     assert properties.no_conflicting_overlap(bad)
+
+
+# ---- CPU cores as a resource
+def test_workers_beyond_the_cores_queue_for_a_core():
+    trace = clock_trace([(0, 1, 1, "x")] + [(1, s, 10, [f"k{s}"]) for s in range(2, 6)])
+    unlimited, _ = collect("commit_order+mysql", trace.txns, 4, IDEAL)
+    two = Profile("t", 1, 0, 0, 0, 0, "test", cores=2)
+    limited, _ = collect("commit_order+mysql", trace.txns, 4, two)
+    assert max(r.commit for r in unlimited) == 11          # 4 at once after T1
+    assert max(r.commit for r in limited) == 21            # 2 cores: two rounds of 10
+    for name in ("NoConflictingOverlap", "SerialEquivalence", "DependenciesRespected"):
+        assert properties.check(name, limited, 5) == []
+
+
+def test_cores_with_kills_release_the_core():
+    two = Profile("t", 1, 0, 0, 0, 0, "test", cores=1)
+    runs, _ = collect("commit_id+mariadb_optimistic", KILL.txns, 4, two)
+    assert [r.seq for r in runs] == [1, 2, 3]
+    for name in ("NoConflictingOverlap", "SerialEquivalence", "CommitOrderPreserved"):
+        assert properties.check(name, runs, 3) == []
