@@ -11,7 +11,7 @@ from commitsched.simcore import Deadlock
 
 from strategies import traces
 
-PROFILES = [get_profile("ideal"), get_profile("durable")]
+PROFILES = [get_profile("ideal"), get_profile("durable"), get_profile("durable", cores=2)]
 
 
 def violations(scheduler, trace, workers, profile, **kw):
