@@ -25,7 +25,8 @@
 (*     leader stops waiting (trigger_count), so the group must commit      *)
 (*     before the next transaction can join a group.                       *)
 (*     Bug group_not_split_on_wait: t joins the open group even when it    *)
-(*     waited (the tracker forgets the MDEV-7249 split).                   *)
+(*     waited (the tracker forgets the MDEV-7249 split and the FL_WAITED  *)
+(*     flag, as the Python tracker's mutation does).                       *)
 (*   IFlush  the open group commits: the count trigger, or the             *)
 (*     binlog_commit_wait_usec timeout, abstracted as "may happen at any   *)
 (*     time" (no clocks).  Its members get commit_id = the leader's id     *)
@@ -129,10 +130,10 @@ IExec(t) ==
           LET wait == \E u \in iOpen..(iNext - 1) :
                          kind.ddl \/ txn[u].ddl \/ kind.ws \cap txn[u].ws # {}
           IN /\ txn' = [txn EXCEPT ![t] = kind]
-             /\ waited' = [waited EXCEPT ![t] = wait]
              /\ IF wait /\ ~group_not_split_on_wait
-                THEN CloseGroup /\ iOpen' = t      \* has_waiter: commit now
-                ELSE UNCHANGED <<cid, iOpen>>
+                THEN /\ CloseGroup /\ iOpen' = t   \* has_waiter: commit now
+                     /\ waited' = [waited EXCEPT ![t] = TRUE]
+                ELSE UNCHANGED <<cid, iOpen, waited>>
     /\ iNext' = t + 1
 
 IFlush ==
