@@ -1,0 +1,148 @@
+"""`commitsched report` and `commitsched explain` (picked up by commitsched.cli.PLUGIN_COMMANDS).
+
+All pages are computed in memory first and written file by file atomically, so a failing
+command leaves no half-written page."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def _threshold(text: str) -> float:
+    try:
+        v = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction like 0.1 or 10%, got {text!r}")
+    if not 0 < v < 10:
+        raise argparse.ArgumentTypeError(f"the gain threshold must be above 0, got {text!r}")
+    return v
+
+
+def write_report(report, out_dir: str, fmt: str) -> list[str]:
+    from ..trace import write_text_atomic
+    from .render import figures, html_page, markdown_page
+    figs = figures(report)
+    written = []
+    os.makedirs(out_dir, exist_ok=True)
+    if fmt == "html":
+        path = os.path.join(out_dir, "index.html")
+        write_text_atomic(path, html_page(report, figs))
+        written.append(path)
+    else:
+        for name, (_, svg) in figs.items():
+            if svg:
+                p = os.path.join(out_dir, f"{name}.svg")
+                write_text_atomic(p, '<?xml version="1.0" encoding="UTF-8"?>\n' + svg + "\n")
+                written.append(p)
+        path = os.path.join(out_dir, "report.md")
+        write_text_atomic(path, markdown_page(report, figs))
+        written.append(path)
+    p = os.path.join(out_dir, "report.json")
+    write_text_atomic(p, json.dumps(report.data, indent=1) + "\n")
+    written.append(p)
+    return written
+
+
+def cmd_report(args) -> int:
+    from ..cli import Progress, TraceSource, UsageError, _applier_options, _bugs, _tracker_options
+    from ..profiles import get_profile
+    from .analysis import build_report
+    if not args.output and not args.json:
+        raise UsageError("report: give -o DIR (a page) or --json (the numbers on stdout)")
+    started = time.perf_counter()
+    profile = get_profile(args.profile)
+    progress = Progress(args.quiet)
+    progress(f"reading {args.trace}")
+    trace = TraceSource(args.trace)
+    report = build_report(trace, path=args.trace, profile=profile, workers=args.workers,
+                          schedulers=args.scheduler, threshold=args.threshold,
+                          window=args.window, window_start=args.window_start,
+                          tracker_options=lambda t: _tracker_options(args, t),
+                          applier_options=_applier_options(args), bugs=_bugs(args),
+                          whatif=not args.no_whatif, progress=progress)
+    if args.output:
+        progress("drawing")
+        written = write_report(report, args.output, args.format)
+        progress.done()
+        if not args.quiet:
+            print(f"wrote {written[0]} ({len(written)} files, "
+                  f"{time.perf_counter() - started:.1f}s)", file=sys.stderr)
+    else:
+        progress.done()
+    if args.json and not args.output:
+        sys.stdout.write(json.dumps(report.data, indent=1) + "\n")
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from ..cli import UsageError
+    from ..trace import write_text_atomic
+    from .explain import ExplainError, explain_html, explain_markdown, load_cex, sequence_svg
+    try:
+        cex = load_cex(args.cex)
+    except ExplainError as e:
+        raise UsageError(str(e)) from None
+    if args.output:
+        os.makedirs(args.output, exist_ok=True)
+        if args.format == "html":
+            path = os.path.join(args.output, "index.html")
+            write_text_atomic(path, explain_html(cex))
+        else:
+            svg_path = os.path.join(args.output, "counterexample.svg")
+            write_text_atomic(svg_path, '<?xml version="1.0" encoding="UTF-8"?>\n'
+                              + sequence_svg(cex) + "\n")
+            path = os.path.join(args.output, "explain.md")
+            write_text_atomic(path, explain_markdown(cex, "counterexample.svg"))
+        if not args.quiet:
+            print(f"wrote {path}", file=sys.stderr)
+    else:
+        sys.stdout.write(explain_markdown(cex, None))
+    return 0
+
+
+def add_subcommands(sub, add_model_options) -> None:
+    from ..cli import SCHEDULER_HELP, _workers
+    r = sub.add_parser(
+        "report", help="an HTML (or Markdown) report of a trace: workers, tracking, waits, "
+                       "schedule, dependencies, what-ifs",
+        description="Replay TRACE under every scheduler and worker count and write a "
+                    "self-contained page answering: how many workers? which dependency "
+                    "tracking? why is my replica not using its workers? should I delay commits "
+                    "on the source? The report's cost profile defaults to `durable`.")
+    r.add_argument("trace")
+    r.add_argument("-o", "--output", metavar="DIR", help="write the page (and report.json) here")
+    r.add_argument("--format", choices=["html", "md"], default="html",
+                   help="html: one index.html with the figures inline; md: report.md + SVG files")
+    r.add_argument("--json", action="store_true",
+                   help="print the numbers behind every figure (JSON) on stdout")
+    r.add_argument("--workers", type=_workers, default=[1, 2, 4, 8, 16], metavar="LIST",
+                   help="worker counts (default 1,2,4,8,16)")
+    r.add_argument("--scheduler", action="append", metavar="S",
+                   help=SCHEDULER_HELP + " (repeatable; default: every scheduler the trace "
+                        "supports)")
+    r.add_argument("--threshold", type=_threshold, default=0.10, metavar="GAIN",
+                   help="recommend the smallest worker count past which the next step gains "
+                        "less than this speedup (default 0.10 = 10%%)")
+    r.add_argument("--window", type=int, default=40, metavar="N",
+                   help="transactions in the schedule window (default 40)")
+    r.add_argument("--window-start", type=int, metavar="SEQ",
+                   help="first seq of the window (default: where the pipeline stalls most)")
+    r.add_argument("--no-whatif", action="store_true",
+                   help="skip the what-if sweeps (durability profiles, commit wait count)")
+    r.add_argument("--quiet", action="store_true", help="no progress line")
+    add_model_options(r)
+    r.set_defaults(func=cmd_report, profile="durable")
+
+    e = sub.add_parser(
+        "explain", help="draw a TLC counterexample (build/tlc/<model>.cex.json) as a picture",
+        description="Render a counterexample saved by the TLC runner as a sequence chart: one "
+                    "row per transaction, one column per step, the violated property and the "
+                    "offending step marked. Without -o, prints Markdown text.")
+    e.add_argument("cex", help="a <model>.cex.json file")
+    e.add_argument("-o", "--output", metavar="DIR")
+    e.add_argument("--format", choices=["html", "md"], default="html")
+    e.add_argument("--quiet", action="store_true")
+    e.set_defaults(func=cmd_explain)

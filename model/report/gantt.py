@@ -1,0 +1,166 @@
+"""The schedule of a window as a Gantt chart: one row per worker, time to the right.
+
+Each transaction's life on its worker (docs/names.md) is drawn as segments:
+  dispatched → start      thin grey line (waiting for its dependencies / its group's turn)
+  start → exec_end        executing (blue, labelled with its seq)
+  exec_end → ready        its own commit step (prepare, engine commit)
+  ready → commit − sync   waiting for the commit order (or for the group sync in progress)
+  commit − sync → commit  the group's durable sync (committing)
+Barriers (DDL/admin, `last_committed = 0`) are dashed vertical lines at their dispatch, retries
+a red ↻ at the final start, and hovering any segment shows seq, GTID and times."""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from .figures import esc, fmt, nice_ticks, svg_open
+
+SEGMENTS = (
+    ("wait_start", "waiting to start (dependencies, group turn)", "#bdbdbd"),
+    ("executing", "executing", "#0072B2"),
+    ("commit_step", "own commit step", "#56B4E9"),
+    ("commit_wait", "waiting for commit order / sync in progress", "#E69F00"),
+    ("sync", "group sync (committing)", "#009E73"),
+)
+COLOURS = {k: c for k, _, c in SEGMENTS}
+
+
+def is_barrier(run) -> bool:
+    """DDL/admin run alone; a clock tracker's `last_committed = 0` drains every worker."""
+    txn = run.txn
+    if txn.ddl or txn.admin:
+        return True
+    dep = run.dep
+    return isinstance(dep, tuple) and len(dep) == 3 and dep[0] == 0 and run.seq > 1
+
+
+def segments(run, sync: float) -> list[tuple[str, float, float]]:
+    out = []
+    if run.dispatch is not None and run.start - run.dispatch > 1e-9:
+        out.append(("wait_start", run.dispatch, run.start))
+    out.append(("executing", run.start, run.exec_end))
+    if run.ready - run.exec_end > 1e-9:
+        out.append(("commit_step", run.exec_end, run.ready))
+    sync_start = max(run.ready, run.commit - sync)
+    if sync_start - run.ready > 1e-9:
+        out.append(("commit_wait", run.ready, sync_start))
+    if run.commit - sync_start > 1e-9:
+        out.append(("sync", sync_start, run.commit))
+    return out
+
+
+def select_window(runs: Sequence, size: int = 40, start_seq: int | None = None) -> list:
+    """`size` consecutive transactions: from `start_seq` if given, else the stretch where the
+    pipeline stalls most (largest summed time workers were held but not executing)."""
+    if not runs:
+        return []
+    size = max(1, min(size, len(runs)))
+    by_seq = sorted(runs, key=lambda r: r.seq)
+    if start_seq is not None:
+        i = next((k for k, r in enumerate(by_seq) if r.seq >= start_seq), len(by_seq) - size)
+        return by_seq[i:i + size]
+    idle = [max(0.0, (r.commit - r.start) - r.exec) for r in by_seq]
+    best, best_i, acc = -1.0, 0, sum(idle[:size])
+    for i in range(0, len(by_seq) - size + 1):
+        if i:
+            acc += idle[i + size - 1] - idle[i - 1]
+        if acc > best + 1e-9:
+            best, best_i = acc, i
+    return by_seq[best_i:best_i + size]
+
+
+def _tip(run, sync: float) -> str:
+    g = f" GTID {run.txn.gtid}" if run.txn.gtid else ""
+    parts = [f"seq {run.seq}{g} on worker {run.worker + 1}",
+             f"dispatch {fmt(run.dispatch)} start {fmt(run.start)} exec_end {fmt(run.exec_end)} "
+             f"ready {fmt(run.ready)} commit {fmt(run.commit)}"]
+    if run.retries:
+        parts.append(f"retries {run.retries} (wasted {fmt(run.wasted)})")
+    if is_barrier(run):
+        parts.append("barrier")
+    return "; ".join(parts)
+
+
+def gantt_svg(runs: Iterable, workers: int, *, sync: float, title: str,
+              highlight: Iterable[int] = (), width: int = 1000, unit: str = "µs") -> str:
+    runs = sorted(runs, key=lambda r: r.seq)
+    highlight = set(highlight)
+    left, right, top = 70, 16, 36
+    row_h = 24
+    legend_h = 58
+    used_workers = max([workers] + [r.worker + 1 for r in runs])
+    ph = used_workers * row_h
+    height = top + ph + 34 + legend_h
+    if not runs:
+        return svg_open(width, 60, title) + f'<text x="10" y="30">{esc(title)}: empty</text></svg>'
+    # From the first start: transactions queued long before (MariaDB threads hold up to
+    # max_queued) would squeeze the window into a sliver; their wait is clipped at the edge.
+    t0 = min(r.start for r in runs)
+    t1 = max(r.commit for r in runs)
+    if t1 <= t0:
+        t1 = t0 + 1
+    pw = width - left - right
+    ticks = [t for t in nice_ticks(0, t1 - t0, 8) if t <= t1 - t0 + 1e-9]
+
+    def X(t):
+        return left + (t - t0) / (t1 - t0) * pw
+
+    out = [svg_open(width, height, title),
+           f'<text x="{left}" y="20" font-size="14" font-weight="bold">{esc(title)}</text>']
+    for w in range(used_workers):
+        y = top + w * row_h
+        out.append(f'<rect x="{left}" y="{y}" width="{pw}" height="{row_h}" '
+                   f'fill="{"#fafafa" if w % 2 else "#f2f2f2"}"/>'
+                   f'<text x="{left - 8}" y="{y + 16}" text-anchor="end" font-size="11">'
+                   f'worker {w + 1}</text>')
+    for t in ticks:
+        x = X(t0 + t)
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + ph}" stroke="#ddd"/>'
+                   f'<text x="{x:.1f}" y="{top + ph + 14}" text-anchor="middle" font-size="10">'
+                   f'+{esc(fmt(t))}</text>')
+    out.append(f'<text x="{left + pw / 2:.0f}" y="{top + ph + 28}" text-anchor="middle" '
+               f'font-size="11">time since the first start in the window ({esc(unit)})</text>')
+    for r in runs:
+        y = top + r.worker * row_h
+        tip = esc(_tip(r, sync))
+        g = [f'<g class="txn" data-seq="{r.seq}"><title>{tip}</title>']
+        for kind, a, b in segments(r, sync):
+            xa, xb = X(max(a, t0)), X(b)
+            if kind == "wait_start":
+                g.append(f'<line x1="{xa:.1f}" x2="{xb:.1f}" y1="{y + 12}" y2="{y + 12}" '
+                         f'stroke="{COLOURS[kind]}" stroke-width="2"/>')
+            else:
+                g.append(f'<rect x="{xa:.1f}" y="{y + 3}" width="{max(xb - xa, 0.8):.1f}" '
+                         f'height="{row_h - 6}" fill="{COLOURS[kind]}"/>')
+        xs, xe = X(r.start), X(r.exec_end)
+        if xe - xs >= 8 * len(str(r.seq)) + 2:
+            g.append(f'<text x="{(xs + xe) / 2:.1f}" y="{y + 16}" text-anchor="middle" '
+                     f'font-size="10" fill="#fff">{r.seq}</text>')
+        if r.seq in highlight:
+            g.append(f'<rect x="{X(r.start) - 1:.1f}" y="{y + 1}" '
+                     f'width="{X(r.commit) - X(r.start) + 2:.1f}" height="{row_h - 2}" '
+                     f'fill="none" stroke="#d00" stroke-width="2.5"/>')
+        if r.retries:
+            g.append(f'<text x="{xs - 2:.1f}" y="{y + 10}" text-anchor="end" font-size="12" '
+                     f'fill="#d00" font-weight="bold">↻{r.retries}</text>')
+        g.append("</g>")
+        out.append("".join(g))
+        if is_barrier(r):
+            xb = X(max(t0, r.dispatch if r.dispatch is not None else r.start))
+            out.append(f'<line x1="{xb:.1f}" x2="{xb:.1f}" y1="{top - 4}" y2="{top + ph}" '
+                       f'stroke="#d00" stroke-dasharray="4 3" stroke-width="1.5"><title>barrier: '
+                       f'seq {r.seq} waits for every earlier transaction</title></line>'
+                       f'<text x="{xb + 2:.1f}" y="{top - 6}" font-size="10" fill="#d00">'
+                       f'barrier {r.seq}</text>')
+    ly = top + ph + 44
+    lx = 10
+    for kind, label, c in SEGMENTS:
+        step = 26 + 6.2 * len(label)
+        if lx + step > width:
+            lx, ly = 10, ly + 18
+        out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{c}"/>'
+                   f'<text x="{lx + 16}" y="{ly}" font-size="11">{esc(label)}</text>')
+        lx += step
+    out.append(f'<text x="{lx}" y="{ly}" font-size="11" fill="#d00">↻ retried, '
+               f'red outline: highlighted, dashed: barrier</text>')
+    out.append("</svg>")
+    return "".join(out)

@@ -1,0 +1,303 @@
+"""A report's figures (SVG text by name) and its page, as HTML (figures inline: one file, readable
+offline) or Markdown (figures as SVG files next to it)."""
+from __future__ import annotations
+
+from .analysis import Report
+from .depgraph import GraphvizMissing, dot_source, render_svg
+from .figures import esc, fmt, grouped_bars, line_chart, stacked_bars
+from .gantt import gantt_svg
+from ..simcore import CAUSES
+
+CAUSE_LABELS = {
+    "dependency": "coordinator: dependency", "barrier": "coordinator: barrier",
+    "window_full": "coordinator: window full", "no_free_worker": "coordinator: no free worker",
+    "gco_wait": "GCO wait", "prior_commit_wait": "prior commit wait", "lock_wait": "lock wait",
+    "commit_order": "commit order", "sync_wait": "sync wait", "retry": "retry",
+}
+
+
+def _series_by_scheduler(results, key):
+    names = list(dict.fromkeys(r["scheduler"] for r in results if r["scheduler"] != "serial"))
+    out = []
+    for n in names:
+        pts = [(r["workers"], r.get(key)) for r in results
+               if r["scheduler"] == n and "error" not in r]
+        out.append({"name": n, "points": sorted(pts)})
+    return out
+
+
+def figures(report: Report) -> dict[str, tuple[str, str]]:
+    """name -> (caption, svg text)."""
+    d = report.data
+    res = d["results"]
+    ws = d["workers"]
+    figs: dict[str, tuple[str, str]] = {}
+    sp = _series_by_scheduler(res, "speedup")
+    regimes = {r["bound"]["regime"] for r in res if "bound" in r}
+    sp.append({"name": "bound (in-order commit)", "colour": "#000000", "style": "dashed",
+               "points": [(w, d["bound_speedup"][str(w)]["in_order"]) for w in ws]})
+    if "free" in regimes:
+        sp.append({"name": "bound (any commit order)", "colour": "#555555", "style": "dotted",
+                   "points": [(w, d["bound_speedup"][str(w)]["free"]) for w in ws]})
+    sp.append({"name": "linear (speedup = W)", "colour": "#bbbbbb", "style": "dotted",
+               "points": [(w, float(w)) for w in ws]})
+    figs["speedup"] = ("Speedup over serial replay against worker count, for every scheduler, "
+                       "with the lower-bound speedup (serial makespan / bound): no schedule can "
+                       "be above the bound line of its commit regime.",
+                       line_chart(sp, title="Speedup against workers", xlabel="workers",
+                                  ylabel="speedup over serial", unit="x"))
+    tp = _series_by_scheduler(res, "throughput")
+    figs["throughput"] = ("Throughput (transactions per second of simulated time) against "
+                          "worker count.",
+                          line_chart(tp, title="Throughput against workers", xlabel="workers",
+                                     ylabel="transactions / s", unit=" txn/s"))
+    wmax = ws[-1]
+    at_max = [r for r in res if r["workers"] == wmax and "error" not in r
+              and r["scheduler"] != "serial"]
+    focus = [x["scheduler"] for x in d["diagnosis"]]
+    pw_rows = [r for r in at_max if r["scheduler"] in focus]
+    if pw_rows:
+        cats = [f"w{i + 1}" for i in range(wmax)]
+        figs["per_worker_count"] = (
+            f"Transactions applied by each worker at {wmax} workers.",
+            grouped_bars(cats, [{"name": r["scheduler"], "values": r["per_worker"]}
+                                for r in pw_rows],
+                         title=f"Transactions per worker (W={wmax})", unit="transactions"))
+        figs["per_worker_busy"] = (
+            f"Time each worker spent executing at {wmax} workers, against the makespan: "
+            f"the rest of the makespan the worker was idle or waiting.",
+            grouped_bars(cats, [{"name": f"{r['scheduler']} busy", "values":
+                                 [b / r["makespan"] * 100 for b in r["per_worker_busy"]],
+                                 "unit": "% of makespan"} for r in pw_rows],
+                         title=f"Busy executing, % of makespan (W={wmax})",
+                         unit="% of makespan"))
+    rows = []
+    for r in at_max:
+        n = r["transactions"] or 1
+        rows.append({"name": r["scheduler"], "values": {c: v / n for c, v in r["blocked"].items()}})
+    figs["blocked"] = (
+        f"Where time goes at {wmax} workers: time blocked by cause, per transaction "
+        f"(coordinator causes: the coordinator's own stall divided by the transactions it "
+        f"dispatched; the others: summed over transactions).",
+        stacked_bars(rows, CAUSES, title=f"Blocked time by cause (W={wmax})",
+                     unit="µs per transaction", part_labels=CAUSE_LABELS))
+    for i, w in enumerate(report.windows, 1):
+        title = (f"{w.scheduler}, {w.workers} workers: seq {w.runs[0].seq}..{w.runs[-1].seq}"
+                 if w.runs else w.scheduler)
+        stall = [x["seq"] for x in d["windows"][i - 1]["runs"] if x.get("stalls_later")]
+        figs[f"gantt_{i}"] = (
+            f"Schedule window ({w.role}): {title}. Red outlines: long transactions that held "
+            f"back later ones.",
+            gantt_svg(w.runs, w.workers, sync=w.sync, title=title, highlight=stall))
+    if report.windows:
+        w = report.windows[0]
+        try:
+            figs["depgraph"] = (
+                "Dependency graph of the first window: solid edges are true conflicts (labelled "
+                "with the shared row key), dotted edges the tracker's declared parent, dashed "
+                "boxes commit groups; red nodes are long transactions that stall the pipeline.",
+                render_svg(dot_source(w.runs, sync=w.sync,
+                                      title=f"Dependencies, seq {w.runs[0].seq}..{w.runs[-1].seq}")))
+        except GraphvizMissing as e:
+            figs["depgraph"] = (f"Dependency graph not drawn: {e}.", "")
+    wi = d.get("whatif")
+    if wi:
+        if wi["tracking"]:
+            series = {}
+            for r in wi["tracking"]:
+                series.setdefault(r["tracker"], []).append((r["workers"], r["speedup"]))
+            figs["whatif_tracking"] = (
+                "What if the MySQL source tracked dependencies differently: speedup of the "
+                "mysql applier with last_committed recomputed from the write sets.",
+                line_chart([{"name": t, "points": sorted(p)} for t, p in series.items()],
+                           title="Tracking mode (mysql applier)", xlabel="workers",
+                           ylabel="speedup over serial", unit="x"))
+        if wi["durability"]:
+            series = {}
+            for r in wi["durability"]:
+                series.setdefault(f"{r['scheduler']} / {r['profile']}", []).append(
+                    (r["workers"], r["speedup"]))
+            figs["whatif_durability"] = (
+                "What if durability were different: each profile's speedup over serial replay "
+                "under the same profile (ideal: no sync; durable: one sync per group commit; "
+                "relaxed: a cheap group write).",
+                line_chart([{"name": n, "points": sorted(p), "style": "solid"}
+                            for n, p in series.items()],
+                           title="Durability profile", xlabel="workers",
+                           ylabel="speedup over serial", unit="x"))
+        cw = wi.get("commit_wait")
+        if cw and cw["rows"]:
+            series = {}
+            for r in cw["rows"]:
+                series.setdefault(f"W={r['workers']}", []).append(
+                    (r["commit_wait_count"], r["speedup"]))
+            figs["whatif_commit_wait"] = (
+                "MariaDB: what if commits were grouped by an intermediate replica with "
+                "binlog_commit_wait_count = N (slave group commit, conservative applier).",
+                line_chart([{"name": n, "points": sorted(p)} for n, p in series.items()],
+                           title="Commit wait count (slave_group_commit+mariadb_conservative)",
+                           xlabel="binlog_commit_wait_count", ylabel="speedup over serial",
+                           unit="x"))
+    return figs
+
+
+# ------------------------------------------------------------------ text
+
+def _answers(d: dict) -> list[tuple[str, list[str]]]:
+    rec = d["recommendation"]
+    thr = rec["threshold"]
+    ws = d["workers"]
+    out = []
+    lines = []
+    for name, p in rec["per_scheduler"].items():
+        if p["still_gaining"]:
+            lines.append(f"`{name}`: still gains at least {thr:.0%} at every step up to "
+                         f"{p['recommended_workers']} workers ({p['speedup']:.2f}x); try more.")
+        else:
+            lines.append(f"`{name}`: {p['recommended_workers']} workers ({p['speedup']:.2f}x); "
+                         f"the next step gains less than {thr:.0%}.")
+    out.append((f"How many workers? (the smallest count past which the next step of "
+                f"{', '.join(map(str, ws))} gains less than {thr:.0%} speedup)", lines))
+    lines = []
+    if rec.get("best"):
+        b = rec["best"]
+        lines.append(f"The most from this trace: `{b['scheduler']}`, {b['speedup']:.2f}x at "
+                     f"{b['workers']} workers ({b['speedup_at_recommended']:.2f}x at its "
+                     f"recommended {b['recommended_workers']}).")
+        for fam, n in rec.get("best_per_applier_family", {}).items():
+            p = rec["per_scheduler"][n]
+            lines.append(f"Best with the {fam} applier: `{n}` ({p['max_speedup']:.2f}x at "
+                         f"{p['max_speedup_workers']} workers).")
+    for s in d.get("tracker_shapes", []):
+        if s["kind"] == "clock":
+            lines.append(f"`{s['tracker']}` declares a mean window of {s['mean_window']:.2f} "
+                         f"earlier transactions that may overlap.")
+        else:
+            lines.append(f"`{s['tracker']}` makes commit groups of {s['mean_group_size']:.2f} "
+                         f"transactions on average.")
+    out.append(("Which dependency tracking / scheduler?", lines))
+    lines = []
+    for dg in d["diagnosis"]:
+        lines.append(f"`{dg['scheduler']}` at {dg['workers']} workers: workers are busy "
+                     f"executing {dg['utilisation']:.0%} of the time"
+                     + (f"; {dg['idle_workers']} workers never get a transaction"
+                        if dg["idle_workers"] else "") + ".")
+        for c in dg["causes"][:3]:
+            amount = (f"{c['share_of_makespan']:.0%} of the makespan" if c["coordinator"]
+                      else f"{fmt(c['per_transaction'])} µs per transaction")
+            lines.append(f"&nbsp;&nbsp;– {CAUSE_LABELS.get(c['cause'], c['cause'])} "
+                         f"({amount}): {c['meaning']}; remedy: {c['remedy']}.")
+    out.append(("Why is my replica not using its workers?", lines))
+    wi = d.get("whatif") or {}
+    out.append(("Should I delay commits on the source?",
+                wi.get("delay_advice") or ["(what-if sweeps not run)"]))
+    return out
+
+
+def _results_table(d: dict) -> tuple[list[str], list[list[str]]]:
+    head = ["scheduler", "W", "makespan µs", "txn/s", "speedup", "efficiency", "bound µs",
+            "vs bound", "retries", "per worker"]
+    rows = []
+    for r in d["results"]:
+        if "error" in r:
+            rows.append([r["scheduler"], str(r["workers"]), r["error"]] + [""] * 7)
+            continue
+        pw = " ".join(map(str, r["per_worker"][:16])) + (" …" if len(r["per_worker"]) > 16 else "")
+        rows.append([r["scheduler"], str(r["workers"]), f"{r['makespan']:.0f}",
+                     f"{r['throughput']:.1f}" if r["throughput"] else "-",
+                     f"{r['speedup']:.2f}" if r["speedup"] else "-",
+                     f"{r['efficiency']:.2f}" if r["efficiency"] else "-",
+                     f"{r['bound']['bound']:.0f}" if "bound" in r else "-",
+                     f"{r['efficiency_vs_bound']:.2f}" if r.get("efficiency_vs_bound") else "-",
+                     str(r["retries"]), pw])
+    return head, rows
+
+
+ORDER = ("speedup", "throughput", "per_worker_count", "per_worker_busy", "blocked", "gantt_1",
+         "gantt_2", "depgraph", "whatif_tracking", "whatif_durability", "whatif_commit_wait")
+SECTIONS = {"speedup": "Scaling", "per_worker_count": "Per worker", "blocked": "Where time goes",
+            "gantt_1": "A schedule window", "depgraph": "Dependencies of the window",
+            "whatif_tracking": "What if"}
+
+CSS = """body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max-width:1060px;margin:1.5em auto;
+padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;
+padding-bottom:.2em;margin-top:1.6em}table{border-collapse:collapse;font-size:.82em;margin:.6em 0}
+td,th{border:1px solid #ccc;padding:.2em .45em;text-align:right}td:first-child,th:first-child
+{text-align:left}figure{margin:1em 0}figcaption{font-size:.88em;color:#444;max-width:1000px}
+svg{max-width:100%;height:auto}code{background:#f3f3f3;padding:0 .2em}.note{color:#555;font-size:.9em}
+nav a{margin-right:1em}"""
+
+
+def _md_inline(text: str) -> str:
+    """The answers use `code` spans; turn them into HTML."""
+    import re
+    parts = re.split(r"`([^`]*)`", text)
+    return "".join(f"<code>{esc(p)}</code>" if i % 2 else p.replace("&nbsp;", "\0")
+                   .replace("&", "&amp;").replace("<", "&lt;").replace("\0", "&nbsp;")
+                   for i, p in enumerate(parts))
+
+
+def html_page(report: Report, figs: dict, *, title: str | None = None, nav: str = "") -> str:
+    d = report.data
+    t = d["trace"]
+    prof = d["profile"]
+    title = title or f"commitsched report: {t['path']}"
+    src = ", ".join(f"{k}: {v}" for k, v in t["source"].items())
+    out = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(title)}"
+           f"</title><style>{CSS}</style></head><body>", nav,
+           f"<h1>{esc(title)}</h1>",
+           f"<p>{t['transactions']} transactions ({'MariaDB' if t['mariadb'] else 'MySQL'} "
+           f"source). {esc(src)}</p>",
+           f"<p class=\"note\">Cost profile <code>{esc(prof['name'])}</code>: {esc(prof['provenance'])}. "
+           f"Times are µs of simulated replica time. Worker counts: "
+           f"{esc(', '.join(map(str, d['workers'])))}.</p>",
+           "<h2>Answers</h2>"]
+    for q, lines in _answers(d):
+        out.append(f"<h3>{esc(q)}</h3><ul>" + "".join(f"<li>{_md_inline(l)}</li>" for l in lines)
+                   + "</ul>")
+    for name in ORDER:
+        if name not in figs:
+            continue
+        if name in SECTIONS:
+            out.append(f"<h2>{SECTIONS[name]}</h2>")
+        cap, svg = figs[name]
+        out.append(f"<figure id=\"{name}\">{svg}<figcaption>{esc(cap)}</figcaption></figure>")
+        if name == "speedup":
+            head, rows = _results_table(d)
+            out.append("<details><summary>All results</summary><table><tr>" +
+                       "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>" +
+                       "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>"
+                               for row in rows) + "</table></details>")
+    out.append("<p class=\"note\">Generated by <code>commitsched report</code>; the numbers "
+               "behind every figure: <code>commitsched report TRACE --json</code>.</p>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def markdown_page(report: Report, figs: dict) -> str:
+    d = report.data
+    t = d["trace"]
+    prof = d["profile"]
+    out = [f"# commitsched report: {t['path']}", "",
+           f"{t['transactions']} transactions ({'MariaDB' if t['mariadb'] else 'MySQL'} source). "
+           + ", ".join(f"{k}: {v}" for k, v in t["source"].items()), "",
+           f"Cost profile `{prof['name']}`: {prof['provenance']}. Times are µs of simulated "
+           f"replica time.", "", "## Answers", ""]
+    for q, lines in _answers(d):
+        out += [f"### {q}", ""] + [f"- {l.replace('&nbsp;&nbsp;', '  ')}" for l in lines] + [""]
+    for name in ORDER:
+        if name not in figs:
+            continue
+        if name in SECTIONS:
+            out += [f"## {SECTIONS[name]}", ""]
+        cap, svg = figs[name]
+        if svg:
+            out += [f"![{name}]({name}.svg)", ""]
+        out += [f"*{cap}*", ""]
+        if name == "speedup":
+            head, rows = _results_table(d)
+            out.append("| " + " | ".join(head) + " |")
+            out.append("|" + "---|" * len(head))
+            out += ["| " + " | ".join(row) + " |" for row in rows]
+            out.append("")
+    return "\n".join(out) + "\n"
