@@ -154,8 +154,8 @@ class WritesetTracker(Tracker):
         if overflow or not can_use: history_start := seq; clear history
     Rotation (a new `txn.file`): history cleared, history_start := 1 (§1.3).
     The hashes are the row keys `txn.writes` (PRIMARY and UNIQUE entries, FK parent keys, both
-    images of an UPDATE: design §3), one hash per listed key (a repeated key counts twice, as
-    the server's vector does). Admin statements (`txn.admin`) log no row events, so they take
+    images of an UPDATE: design §3), one hash per key (`Txn` lists a key once; the server's
+    vector may repeat a hash, which only makes the overflow and the limit fire earlier). Admin statements (`txn.admin`) log no row events, so they take
     the empty-write-set path even if the trace lists keys for them.
 
     THE COMMIT-ORDER PARENT (the ceiling `parent` above), per transaction:
