@@ -48,7 +48,8 @@ avars == <<tstate, worker, db, rd>>
 vars == <<tvars, avars>>
 
 Init == W!Init /\ A!AInit
-Next == \/ (W!Flush \/ W!Rotate) /\ UNCHANGED avars
+Next == \/ \E k \in TxnKinds, s \in Sessions : W!FlushAs(k, s) /\ UNCHANGED avars
+        \/ W!Rotate /\ UNCHANGED avars
         \/ W!Done /\ A!ANext /\ UNCHANGED tvars
 Spec == Init /\ [][Next]_vars
 

@@ -262,11 +262,18 @@ Track(y, c) ==
   /\ next' = next + 1
   /\ UNCHANGED <<offset, curFile>>
 
-Flush ==
+\* The next transaction is of kind k, run by session s.  Split by kind and
+\* session so that TLC's -simulate, which picks a random action and then a
+\* random successor of it, draws kinds evenly and enumerates fewer successors.
+FlushAs(k, s) ==
   /\ next <= N
-  /\ \E y \in TxnRecs :
-       LET lo == Max({i \in 1..(next - 1) : SourceOrdered(txn[i], y)})
-       IN \E c \in lo..(next - 1) : Track(y, c)
+  /\ \E x \in Shapes :
+       /\ x.kind = k
+       /\ LET y  == [kind |-> k, ops |-> x.ops, ses |-> s]
+              lo == Max({i \in 1..(next - 1) : SourceOrdered(txn[i], y)})
+          IN \E c \in lo..(next - 1) : Track(y, c)
+
+Flush == \E k \in TxnKinds, s \in Sessions : FlushAs(k, s)
 
 \* §1.3: a new binlog file; only between transactions of a non-empty file.
 Rotate ==
