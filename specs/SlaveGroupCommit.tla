@@ -81,7 +81,7 @@ CONSTANTS N,                 \* transactions 1..N
 ASSUME N \in Nat /\ N >= 1 /\ Workers \in Nat \ {0} /\ CommitWaitCount \in Nat \ {0}
 ASSUME Mode \in {"conservative", "optimistic"}
 
-VARIABLES txn,      \* 1..N -> [ddl, ws], chosen at Init
+VARIABLES txn,      \* 1..N -> [ddl, ws], chosen by IExec (Unknown before)
           iNext,    \* next transaction the intermediate executes
           iOpen,    \* first transaction of the open group iOpen..iNext-1
           cid,      \* 1..N -> commit_id in the intermediate's binlog
