@@ -2,7 +2,7 @@
 
 Each check takes the committed runs of one simulation (`schedulers.collect`, seq order) and
 returns a list of violations, each a short sentence naming the transactions; empty means the
-property holds. `check_all` picks the properties that apply to a scheduler.
+property holds. `applicable` names the properties a scheduler promises; `check` runs one.
 """
 from __future__ import annotations
 
@@ -10,13 +10,10 @@ import bisect
 from typing import Iterable, Sequence
 
 from .simcore import TxnRun
+from .trackers import (TRACKERS, ClockOrder, conflicts, group_conflicts, session_order_violations,
+                       soundness_violations)
 
-
-def conflicts(a, b) -> bool:
-    """Two transactions conflict when their write sets intersect or either is DDL/admin."""
-    if a.ddl or b.ddl or a.admin or b.admin:
-        return True
-    return not set(a.writes).isdisjoint(b.writes)
+__all__ = ["conflicts", "applicable", "check"]
 
 
 def _isolated(txn) -> bool:
@@ -62,30 +59,24 @@ def commit_order_preserved(runs: Sequence[TxnRun]) -> list[str]:
 
 
 def dependency_cuts(deps: Iterable[tuple]) -> list[int]:
-    """For clock annotations `(last_committed, sequence_number, file)` in binlog order: the
-    MySQL applier lets transaction j start only once every transaction before position cut[j]
-    (0-based, exclusive) committed, and this prefix is also its transitive dependency set.
-
-    Why a prefix: j waits for every i of its file with sn_i <= lc_j; the first transaction of a
-    file, a gap and an inconsistent timestamp are barriers that wait for everything before them,
-    so the closure of j's direct dependencies is everything before the first transaction of its
-    file with sn > lc_j. A barrier's cut is itself.
-    """
+    """For clock annotations `(last_committed, sequence_number, file)` in binlog order: j's
+    direct dependencies (as the spec's `DependenciesRespected` reads them) are every
+    transaction before position cut[j] (0-based, exclusive): all earlier ones when j is a
+    barrier (first transaction, new file, lc = 0, a gap, inconsistent timestamps), else the
+    transactions of its file with sn <= lc_j, a prefix of the file whose earlier files all
+    committed before the file's first transaction (a barrier) started."""
+    order = ClockOrder()
     cuts: list[int] = []
-    file_start = 0
-    file_sns: list[int] = []
-    prev = None
-    for j, (lc, sn, f) in enumerate(deps):
-        if prev is None or f != prev[2]:
-            file_start, file_sns = j, []
-        barrier = (prev is None or f != prev[2] or lc == 0 or sn == 0 or sn <= lc
-                   or sn <= prev[1] or sn > prev[1] + 1)
-        if barrier:
-            cuts.append(j)
+    file_start, file_sns, prev_file = 0, [], None
+    for dep in deps:
+        point = order.push(dep)
+        if point.file != prev_file:
+            file_start, file_sns, prev_file = point.index, [], point.file
+        if point.barrier_from == point.index:
+            cuts.append(point.index)
         else:
-            cuts.append(file_start + bisect.bisect_right(file_sns, lc))
-        file_sns.append(sn)
-        prev = (lc, sn, f)
+            cuts.append(file_start + bisect.bisect_right(file_sns, point.lc))
+        file_sns.append(point.sn)
     return cuts
 
 
@@ -109,68 +100,22 @@ def dependencies_respected(runs: Sequence[TxnRun]) -> list[str]:
 
 def tracker_soundness(runs: Sequence[TxnRun], *, sessions: bool = False) -> list[str]:
     """For i < j that conflict (or share a session when `sessions`), j depends on i directly or
-    transitively (clock annotations: i lies before j's dependency cut)."""
-    cuts = dependency_cuts(r.dep for r in runs)
-    bad = []
-    last_writer: dict[str, int] = {}
-    last_of_session: dict = {}
-    last_isolated = -1
-    for j, r in enumerate(runs):
-        txn = r.txn
-        if _isolated(txn):
-            latest = j - 1
-        else:
-            latest = last_isolated
-            for key in txn.writes:
-                i = last_writer.get(key, -1)
-                if i > latest:
-                    latest = i
-        if sessions and txn.session is not None:
-            latest = max(latest, last_of_session.get(txn.session, -1))
-        if latest >= cuts[j]:
-            bad.append(f"seq {r.seq} must follow seq {runs[latest].seq} but its annotation "
-                       f"{r.dep[:2]} lets it run alongside")
-        for key in txn.writes:
-            last_writer[key] = j
-        if _isolated(txn):
-            last_isolated = j
-        if txn.session is not None:
-            last_of_session[txn.session] = j
-    return bad
+    transitively (clock annotations; `trackers.soundness_violations`)."""
+    return [f"seq {j} must follow seq {i} ({why}) but its annotation lets it run alongside"
+            for i, j, why in soundness_violations(((r.txn, r.dep) for r in runs),
+                                                 sessions=sessions)]
 
 
 def session_order(runs: Sequence[TxnRun]) -> list[str]:
     """Per-session order is kept: a session's transaction depends on its previous one."""
-    cuts = dependency_cuts(r.dep for r in runs)
-    last: dict = {}
-    bad = []
-    for j, r in enumerate(runs):
-        s = r.txn.session
-        if s is None:
-            continue
-        i = last.get(s)
-        if i is not None and i >= cuts[j]:
-            bad.append(f"seq {r.seq} may run alongside seq {runs[i].seq} of the same session {s!r}")
-        last[s] = j
-    return bad
+    return [f"seq {j} may run alongside seq {i} of the same session"
+            for i, j in session_order_violations((r.txn, r.dep) for r in runs)]
 
 
 def group_conflict_free(runs: Sequence[TxnRun]) -> list[str]:
-    """No two transactions of one commit group conflict (group annotations `(group_id, flags)`:
-    consecutive transactions sharing a non-zero id)."""
-    bad = []
-    group: list[TxnRun] = []
-    gid = None
-    for r in runs:
-        g = r.dep[0]
-        if not g or g != gid:
-            group = []
-        for other in group:
-            if conflicts(other.txn, r.txn):
-                bad.append(f"seq {other.seq} and seq {r.seq} conflict but share commit group {g}")
-        group.append(r)
-        gid = g
-    return bad
+    """No two transactions of one commit group conflict (group annotations)."""
+    return [f"seq {i} and seq {j} conflict but share a commit group"
+            for i, j in group_conflicts((r.txn, r.dep) for r in runs)]
 
 
 def serial_equivalence(runs: Sequence[TxnRun]) -> list[str]:
@@ -230,7 +175,6 @@ def applicable(scheduler) -> list[str]:
     names = ["NoConflictingOverlap", "SerialEquivalence", "EventuallyAllCommitted"]
     if scheduler.is_serial:
         return names + ["CommitOrderPreserved"]
-    from .trackers import TRACKERS
     kind = TRACKERS[scheduler.tracker].kind
     if scheduler.applier != "mysql" or (kind == "clock"
                                         and scheduler.options.get("preserve_commit_order", True)):
