@@ -55,6 +55,7 @@ class ModelRun:
     cex_json: Path | None = None
     cex_txt: Path | None = None
     command: list[str] = field(default_factory=list)
+    capped: bool = False             # cut short by --timeout below the entry's own timeout
 
     @property
     def name(self) -> str:
@@ -216,9 +217,8 @@ def run_model(entry: dict[str, Any], *, specs_dir: Path, java: str, jar: Path, o
     for stale in [out_dir / f"{name}.cex.json", out_dir / f"{name}.cex.txt",
                   *out_dir.glob(f"{name}.only_*.out")]:
         stale.unlink(missing_ok=True)
-    timeout = float(entry.get("timeout", DEFAULT_TIMEOUT))
-    if timeout_cap is not None:
-        timeout = min(timeout, timeout_cap)
+    own_timeout = float(entry.get("timeout", DEFAULT_TIMEOUT))
+    timeout = own_timeout if timeout_cap is None else min(own_timeout, timeout_cap)
     missing = [str(p) for p in (spec, cfg) if not p.is_file()]
     problem = f"file not found: {', '.join(missing)}" if missing else None
     if not problem and cfg.parent != spec.parent:
@@ -238,7 +238,8 @@ def run_model(entry: dict[str, Any], *, specs_dir: Path, java: str, jar: Path, o
     elif result.outcome == "temporal" and result.violated is None:
         result = _name_temporal(result, java, jar, entry, spec, cfg, out_dir, timeout)
     verdict, reason = judge(entry, result, timeout)
-    run = ModelRun(entry, result, seconds, verdict, reason, command=cmd)
+    run = ModelRun(entry, result, seconds, verdict, reason, command=cmd,
+                   capped=result.outcome == "timeout" and timeout < own_timeout)
     if result.outcome in ("invariant", "action_property", "temporal", "deadlock") and result.trace:
         cex = counterexample.to_json(result, model=name, spec=entry["spec"], cfg=entry["cfg"])
         run.cex_json, run.cex_txt = counterexample.save(cex, out_dir)
@@ -352,9 +353,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{ok}/{len(runs)} models as expected ({total:.1f}s of TLC)")
 
     if args.update_manifest:
-        todo = {r.name: r.last_run() for r in runs if r.result.error_kind not in ("manifest", "setup")}
+        # A run stopped by a --timeout below the entry's own is not the model's
+        # run: keep the last_run it has rather than record a local budget.
+        todo = {r.name: r.last_run() for r in runs
+                if r.result.error_kind not in ("manifest", "setup") and not r.capped}
         n = manifest.write_last_runs(args.manifest, todo)
         _progress(f"updated last_run of {n} entries in {args.manifest}")
+        for r in runs:
+            if r.capped:
+                print(f"tlc: kept the last_run of {r.name}: stopped by --timeout "
+                      f"{args.timeout:g}s, below its own {r.entry.get('timeout', DEFAULT_TIMEOUT)}s",
+                      file=sys.stderr)
     return 0 if all(r.verdict == "OK" for r in runs) else 1
 
 

@@ -454,6 +454,19 @@ def test_end_to_end_mismatch_error_and_timeout(tmp_path, capsys):
 
 @java
 @pytest.mark.java
+def test_timeout_cap_does_not_overwrite_last_run(tmp_path, capsys):
+    entry = {"name": "forever", "spec": "ToyUnbounded.tla", "cfg": "ToyUnbounded.cfg", "mode": "exhaustive",
+             "constants": {}, "expect": "pass", "timeout": 600, "last_run": {"result": "kept"}}
+    path = _fixture_manifest(tmp_path, [entry])
+    code = tlc.main(["--manifest", str(path), "--jar", str(JAR), "--out", str(tmp_path / "b"),
+                     "--timeout", "3", "--update-manifest"])
+    assert code == 1
+    assert "TIMEOUT forever: no verdict after 3s" in capsys.readouterr().out
+    assert json.loads(path.read_text())["models"][0]["last_run"] == {"result": "kept"}
+
+
+@java
+@pytest.mark.java
 @pytest.mark.parametrize("case", ["pass", "invariant", "deadlock", "liveness_lasso"])
 def test_recordings_match_live_tlc(case):
     """The recorded outputs still describe what this TLC does."""
