@@ -77,8 +77,13 @@ class Txn:
         """Schemas touched: the `db` field when given, else the schemas of the write keys."""
         if self.db is not None:
             return self.db
-        seen = dict.fromkeys(k.partition(".")[0] for k in self.writes)
-        return tuple(seen)
+        writes = self.writes
+        if not writes:
+            return ()
+        first = writes[0][: writes[0].find(".") + 1]      # "db." (the common case: one schema)
+        if all(k.startswith(first) for k in writes):
+            return (first[:-1],)
+        return tuple(dict.fromkeys(k.partition(".")[0] for k in writes))
 
     def to_json(self) -> dict:
         """The JSON object of this transaction, omitting fields at their defaults."""
