@@ -29,8 +29,8 @@ from collections import deque
 from typing import Callable, Iterable
 
 from .profiles import Profile
-from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, SimulationError, TxnRun,
-                      account_commit_wait)
+from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, EventLog, SimulationError,
+                      TxnRun, account_commit_wait)
 
 MODES = {"conservative": 1, "optimistic": 2, "aggressive": 3}
 MARIADB_BUGS = frozenset({"gco_start_on_exec", "optimistic_no_kill"})
@@ -44,9 +44,11 @@ PHASE_GCO, PHASE_PRIOR, PHASE_LOCKS = 0, 1, 2
 def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                      sink: Callable[[TxnRun], None], *, mode: str = "conservative",
                      max_queued: int = 64,
-                     bugs: frozenset[str] = frozenset()) -> dict[str, float]:
+                     bugs: frozenset[str] = frozenset(),
+                     log: EventLog | None = None) -> dict[str, float]:
     """Simulate `stream` of `(txn, (group_id, flags))`; call `sink` with each committed run;
-    return the time blocked by cause."""
+    return the time blocked by cause. `log` (optional) hears every schedule event
+    (simcore.EventLog)."""
     if workers < 1:
         raise SimulationError("workers must be at least 1")
     if mode not in MODES:
@@ -165,12 +167,14 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                 lock_waiters.setdefault(holder.seq, []).append(run)
                 wait(run, "lock_wait", now)
                 return
-            kill(holder, now)
+            kill(holder, now, run)
         for key in run.txn.writes:
             locks[key] = run
         if run.attempt == 0:
             count_started += 1
         run.start = now
+        if log is not None:
+            log("retry" if run.attempt else "start", run.seq, now, None)
         if cpus is None:
             push(heap, (now + run.exec, next(counter), EXEC_END, (run, run.attempt)))
         else:
@@ -184,9 +188,11 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         for waiter in lock_waiters.pop(run.seq, ()):
             push(heap, (now, next(counter), RESUME, waiter))
 
-    def kill(victim: TxnRun, now: float) -> None:
+    def kill(victim: TxnRun, now: float, by: TxnRun) -> None:
         """The later lock holder rolls back and will retry after its predecessor commits."""
         nonlocal count_committing
+        if log is not None:
+            log("kill", victim.seq, now, by.seq)
         victim.retries += 1
         victim.wasted += now - victim.start
         blocked["retry"] += now - victim.start
@@ -232,6 +238,8 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
             classify(run)
             run.worker = slot
             run.dispatch = driver_t
+            if log is not None:
+                log("dispatch", run.seq, driver_t, slot + 1)
             driver_t += profile.dispatch
             queues[slot].append(run)
             queued += 1
@@ -246,6 +254,8 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
             run, attempt = payload
             if attempt == run.attempt:
                 run.exec_end = t
+                if log is not None:
+                    log("exec_end", run.seq, t, None)
                 if cpus is not None:
                     cpus.release(run, t)
                 if "ddl" not in run.dep[1]:
@@ -263,6 +273,8 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         else:  # SYNC_END
             for run in payload:
                 run.commit = t
+                if log is not None:
+                    log("commit", run.seq, t, None)
                 committed_upto = run.seq
                 committed += 1
                 account_commit_wait(run, sync, True, blocked)

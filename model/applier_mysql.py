@@ -22,8 +22,8 @@ from collections import deque
 from typing import Callable, Iterable
 
 from .profiles import Profile
-from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, SimulationError, TxnRun,
-                      account_commit_wait)
+from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, EventLog, SimulationError,
+                      TxnRun, account_commit_wait)
 
 READY = 1
 SYNC_END, GROUP_START = CommitStage.SYNC_END, CommitStage.GROUP_START
@@ -35,9 +35,11 @@ MYSQL_BUGS = frozenset({"lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
 def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profile,
                            sink: Callable[[TxnRun], None], *, preserve_commit_order: bool = True,
                            checkpoint_group: int = 512,
-                           bugs: frozenset[str] = frozenset()) -> dict[str, float]:
+                           bugs: frozenset[str] = frozenset(),
+                           log: EventLog | None = None) -> dict[str, float]:
     """Simulate `stream` of `(txn, (last_committed, sequence_number, file))`; call `sink` with
-    each committed run; return the time blocked by cause."""
+    each committed run; return the time blocked by cause. `log` (optional) hears every
+    schedule event (simcore.EventLog)."""
     if workers < 1:
         raise SimulationError("workers must be at least 1")
     off_by_one = "lwm_off_by_one" in bugs
@@ -114,6 +116,9 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
             run.dispatch = coord_t
             coord_t += dispatch_cost
             run.start = coord_t
+            if log is not None:
+                log("dispatch", run.seq, run.dispatch, run.worker + 1)
+                log("start", run.seq, run.start, None)
             if cpus is None:
                 run.exec_end = coord_t + run.exec
                 run.ready = run.exec_end + run.commit_cost
@@ -135,6 +140,8 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
                 cpus.release(payload, t)
                 payload.ready = t
                 payload.exec_end = t - payload.commit_cost
+            if log is not None:
+                log("exec_end", payload.seq, payload.exec_end, None)
             stage.add(payload, t)
         elif kind == GROUP_START:
             stage.group_start(t)
@@ -147,6 +154,8 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
                 committed += 1
                 if not_prefix:
                     lwm = max(lwm, run.dep[1])
+                if log is not None:
+                    log("commit", run.seq, t, None)
                 sink(run)
             while gaq and gaq[0].done:
                 head = gaq.popleft()

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from typing import Callable
 
 # Why something waited (design §5). The coordinator/driver causes are time the one dispatching
 # thread spent blocked; the per-transaction causes are summed over transactions.
 COORDINATOR_CAUSES = ("dependency", "barrier", "window_full", "no_free_worker")
 TXN_CAUSES = ("gco_wait", "prior_commit_wait", "lock_wait", "commit_order", "sync_wait", "retry")
 CAUSES = COORDINATOR_CAUSES + TXN_CAUSES
+
+
+# An optional observer of a simulation's schedule (the appliers' `log=`): called as
+# log(event, seq, time, arg) for the events of docs/names.md: "dispatch" (arg: the worker,
+# numbered from 1), "start", "exec_end", "commit", "kill" (arg: the seq whose lock request
+# killed it; logged before that transaction's own "start"/"retry"), "retry" (a killed
+# transaction executes again). Calls come in processing order, but `time` may lie ahead of
+# the simulator's clock (MySQL start) or behind it (exec_end): order by (time, call order).
+EventLog = Callable[[str, int, float, "int | None"], None]
 
 
 class SimulationError(Exception):
