@@ -96,6 +96,25 @@ def tracker_shape(trace, name: str, options: dict) -> dict | None:
     return None
 
 
+def fitting(trace, names, tracker_options) -> tuple[list[str], dict[str, str]]:
+    """The schedulers whose tracker can annotate this trace (e.g. commit_order needs the
+    source's logical clock), and why the others cannot."""
+    keep, skipped = [], {}
+    for n in names:
+        s = parse_scheduler(n)
+        if s.is_serial:
+            keep.append(n)
+            continue
+        try:
+            for _ in get_tracker(s.tracker, **tracker_options(s.tracker)).annotate(trace.txns()):
+                pass
+        except (TrackerError, SchedulerError) as e:
+            skipped[n] = str(e)
+            continue
+        keep.append(n)
+    return keep, skipped
+
+
 def recommend(results: list[dict], threshold: float) -> dict:
     by: dict[str, list[dict]] = {}
     for r in results:
@@ -204,6 +223,9 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     def sub_progress(prefix):
         return lambda s: progress(f"{prefix}: {s}")
 
+    skipped = {}
+    if not schedulers:   # leave out what the trace cannot feed, and say so in the report
+        names, skipped = fitting(trace, names, tracker_options)
     results = score_trace(trace, names, workers, profile, bugs=bugs,
                           tracker_options=tracker_options, applier_options=applier_options,
                           progress=sub_progress("scaling"), skip_unfit=not schedulers)
@@ -234,7 +256,7 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
         "results": results, "bounds": {str(w): b for w, b in bounds.items()},
         "bound_speedup": {str(w): v for w, v in bound_speedup.items()},
         "recommendation": rec, "server_default": default, "diagnosis": diagnosis,
-        "tracker_shapes": shapes,
+        "tracker_shapes": shapes, "skipped": skipped,
     }
 
     windows = []

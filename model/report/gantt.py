@@ -153,14 +153,17 @@ def gantt_svg(runs: Iterable, workers: int, *, sync: float, title: str,
                        f'barrier {r.seq}</text>')
     ly = top + ph + 44
     lx = 10
-    for kind, label, c in SEGMENTS:
+    items = [(label, c) for _, label, c in SEGMENTS] + [
+        ("↻ retried, red outline: highlighted, red dashes: barrier", None)]
+    for label, c in items:
         step = 26 + 6.2 * len(label)
         if lx + step > width:
             lx, ly = 10, ly + 18
-        out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{c}"/>'
-                   f'<text x="{lx + 16}" y="{ly}" font-size="11">{esc(label)}</text>')
+        if c:
+            out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{c}"/>'
+                       f'<text x="{lx + 16}" y="{ly}" font-size="11">{esc(label)}</text>')
+        else:
+            out.append(f'<text x="{lx}" y="{ly}" font-size="11" fill="#d00">{esc(label)}</text>')
         lx += step
-    out.append(f'<text x="{lx}" y="{ly}" font-size="11" fill="#d00">↻ retried, '
-               f'red outline: highlighted, dashed: barrier</text>')
     out.append("</svg>")
     return "".join(out)

@@ -252,6 +252,9 @@ def html_page(report: Report, figs: dict, *, title: str | None = None, nav: str 
            f"Times are µs of simulated replica time. Worker counts: "
            f"{esc(', '.join(map(str, d['workers'])))}.</p>",
            "<h2>Answers</h2>"]
+    if d.get("skipped"):
+        out.insert(-1, "<p class=\"note\">Not run (the trace cannot feed them): " + "; ".join(
+            f"<code>{esc(n)}</code>: {esc(why)}" for n, why in d["skipped"].items()) + "</p>")
     for q, lines in _answers(d):
         out.append(f"<h3>{esc(q)}</h3><ul>" + "".join(f"<li>{_md_inline(l)}</li>" for l in lines)
                    + "</ul>")
@@ -282,7 +285,11 @@ def markdown_page(report: Report, figs: dict) -> str:
            f"{t['transactions']} transactions ({'MariaDB' if t['mariadb'] else 'MySQL'} source). "
            + ", ".join(f"{k}: {v}" for k, v in t["source"].items()), "",
            f"Cost profile `{prof['name']}`: {prof['provenance']}. Times are µs of simulated "
-           f"replica time.", "", "## Answers", ""]
+           f"replica time.", ""]
+    if d.get("skipped"):
+        out += ["Not run (the trace cannot feed them): " + "; ".join(
+            f"`{n}`: {why}" for n, why in d["skipped"].items()), ""]
+    out += ["## Answers", ""]
     for q, lines in _answers(d):
         out += [f"### {q}", ""] + [f"- {l.replace('&nbsp;&nbsp;', '  ')}" for l in lines] + [""]
     for name in ORDER:
