@@ -88,3 +88,13 @@ record:
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
+
+# Reports and documentation (model/report). `make report TRACE=...` writes build/report/index.html;
+# `make docs` regenerates the whole site into build/docs (nothing generated is committed).
+REPORT_DIR ?= build/report
+.PHONY: report docs
+report:
+	$(CLI) report $(TRACE) -o $(REPORT_DIR) --workers $(WORKERS) --profile $(PROFILE)
+
+docs:
+	$(PY) -m commitsched.report.docs_site -o build/docs
