@@ -2,11 +2,15 @@
 
 Times are in microseconds. A trace's own `exec` / `commit` costs always win over a profile's
 defaults. Every profile carries its provenance: where its numbers come from. The `durable` and
-`relaxed` defaults are assumptions until a calibration against a real replica replaces them;
-their provenance says so, and `score` prints it, so no figure passes for measured when it is not.
+`relaxed` defaults are assumptions; `durable-mariadb` and `relaxed-mariadb` are fitted on a real
+MariaDB replica and loaded from `profiles_fitted.json` (docs/calibration.md). Each profile's
+provenance says which, and `score` prints it, so no figure passes for measured when it is not.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
 from dataclasses import asdict, dataclass, replace
 
 
@@ -49,6 +53,24 @@ PROFILES: dict[str, Profile] = {
                            "without fsync; replace by a profile fitted on a real replica"),
     )
 }
+
+
+FITTED_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profiles_fitted.json")
+
+
+def load_fitted(path: str = FITTED_PATH) -> list[Profile]:
+    """Profiles fitted on a real replica (traces/record/calibrate.py fit, docs/calibration.md);
+    stored as data with their provenance. No file: none."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return []
+    fields = {f.name for f in dataclasses.fields(Profile)}
+    return [Profile(**{k: v for k, v in p.items() if k in fields}) for p in data["profiles"]]
+
+
+PROFILES.update((p.name, p) for p in load_fitted())
 
 
 class ProfileError(ValueError):

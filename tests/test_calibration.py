@@ -1,0 +1,160 @@
+"""Calibration against a real MariaDB replica (traces/record/calibrate.py, docs/calibration.md).
+
+Fast: the fit's arithmetic on a synthetic results folder (only serial applies and counters feed
+it), the measured-speedup pairing by round, the fitted profiles file and the CLI using it.
+Slow: the whole pipeline end to end on a tiny workload (private primary + replica), no timing
+asserted."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORD_DIR = os.path.join(REPO, "traces", "record")
+sys.path.insert(0, RECORD_DIR)
+
+import calib_fit  # noqa: E402
+import calib_report  # noqa: E402
+from calibrate import RUN_FIELDS  # noqa: E402
+
+from commitsched import profiles  # noqa: E402
+
+
+def _row(rnd, sync, mode, threads, apply_s, purpose="predict", groups=1000, driver=None,
+         repeated=False):
+    row = dict.fromkeys(RUN_FIELDS, 0)
+    row.update(round=rnd, order=1, purpose=purpose, sync=sync, mode=mode, threads=threads,
+               apply_s=apply_s, repeated=repeated, load_before=7.0, steal=0.0, iowait=0.0,
+               d_binlog_group_commits=groups, d_binlog_commits=1000,
+               new_thread_cpu_s="" if driver is None else f"0.900 {driver:.3f}")
+    return row
+
+
+def _folder(tmp_path, rows, n=1000):
+    with open(tmp_path / "runs.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, RUN_FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    meta = {"trace": {"transactions": n}, "host": {"cpus": 2}, "started_utc": "T",
+            "workload": {"version": "10.11", "sysbench_command": "sysbench x"}}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    return str(tmp_path)
+
+
+def _serial_rows(rnd, scale=1.0):
+    return [_row(rnd, "relaxed", "-", 0, 1.0 * scale),
+            _row(rnd, "binlog_sync", "-", 0, 3.0 * scale, "fit"),
+            _row(rnd, "redo_sync", "-", 0, 2.9 * scale, "fit"),
+            _row(rnd, "durable", "-", 0, 5.0 * scale),
+            _row(rnd, "relaxed", "conservative", 1, 9.9, "fit", groups=1000, driver=0.05)]
+
+
+def test_fit_from_serial_runs_only(tmp_path):
+    rows = [r for rnd in (1, 2, 3) for r in _serial_rows(rnd, scale=(0.9, 1.0, 1.2)[rnd - 1])]
+    parallel = [_row(rnd, "durable", "optimistic", 4, t) for rnd, t in ((1, 1.0), (2, 1.5), (3, 2))]
+    got = calib_fit.fit(_folder(tmp_path, rows + parallel))
+    prof = {p["name"]: p for p in got["profiles"]}
+    d, r = prof["durable-mariadb"], prof["relaxed-mariadb"]
+    # medians are round 2's values: relaxed 1.0 s, binlog 3.0 s, durable 5.0 s over 1000 txns
+    assert d["dispatch"] == pytest.approx(50.0)            # driver 0.05 s CPU / 1000
+    assert d["exec_default"] == pytest.approx(1000.0 - 50.0)
+    assert d["sync"] == pytest.approx(2000.0)              # (3.0 - 1.0) s / 1000 groups
+    assert d["commit_default"] == pytest.approx(2000.0)    # (5.0 - 3.0) s / 1000
+    assert got["fit"]["non_additivity_us"] == pytest.approx(2000.0 - 1900.0)
+    assert r["sync"] == r["commit_default"] == 0.0 and r["exec_default"] == d["exec_default"]
+    assert d["cores"] == 2 and "fitted" in d["provenance"]
+    # the parallel timings it will predict do not move the fit
+    parallel2 = [_row(rnd, "durable", "optimistic", 4, 10 * rnd) for rnd in (1, 2, 3)]
+    assert calib_fit.fit(_folder(tmp_path, rows + parallel2))["profiles"] == got["profiles"]
+
+
+def test_fit_needs_every_serial_setting(tmp_path):
+    rows = [r for r in _serial_rows(1) if r["sync"] != "binlog_sync"]
+    with pytest.raises(SystemExit, match="binlog_sync"):
+        calib_fit.fit(_folder(tmp_path, rows))
+
+
+def test_measured_speedup_pairs_rounds_and_drops_repeated(tmp_path):
+    rows = [_row(1, "durable", "-", 0, 10.0), _row(2, "durable", "-", 0, 20.0),
+            _row(1, "durable", "optimistic", 4, 5.0), _row(2, "durable", "optimistic", 4, 5.0),
+            _row(2, "durable", "optimistic", 4, 1.0, repeated=True)]
+    m = calib_report.measured(calib_fit.load_runs(_folder(tmp_path, rows)))
+    assert sorted(m[("durable", "optimistic", 4)]["speedup"]) == [2.0, 4.0]
+    assert m[("durable", "-", 0)]["speedup"] == [1.0, 1.0]
+
+
+def test_load_fitted_file(tmp_path):
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps({"profiles": [dict(
+        name="x-fit", exec_default=3.0, commit_default=1.0, sync=2.0, dispatch=0.5, retry=0.0,
+        cores=2, provenance="fitted: test", extra_field="ignored")]}))
+    (p,) = profiles.load_fitted(str(path))
+    assert (p.name, p.exec_default, p.sync, p.cores) == ("x-fit", 3.0, 2.0, 2)
+    assert profiles.load_fitted(str(tmp_path / "none.json")) == []
+
+
+@pytest.mark.skipif(not os.path.exists(profiles.FITTED_PATH), reason="no fitted profiles yet")
+def test_bundled_fitted_profiles_and_cli():
+    for name in ("durable-mariadb", "relaxed-mariadb"):
+        p = profiles.get_profile(name)
+        assert "fitted" in p.provenance and p.cores and p.exec_default > 0
+    trace = os.path.join(REPO, "traces", "recorded", "oltp_read_write_t8.jsonl.gz")
+    r = subprocess.run([sys.executable, "-m", "commitsched", "score", trace, "--profile",
+                        "durable-mariadb", "--workers", "2", "--scheduler",
+                        "commit_id+mariadb_conservative", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (res,) = [x for x in json.loads(r.stdout) if x["scheduler"] != "serial"]
+    assert res["profile"] == "durable-mariadb" and res["speedup"] > 0
+
+
+def _missing() -> list[str]:
+    need = [("mariadbd", "mysqld"), ("mariadb-install-db", "mysql_install_db"),
+            ("mariadb-binlog", "mysqlbinlog"), ("sysbench",)]
+    return ["/".join(n) for n in need
+            if not any(shutil.which(x) or os.path.exists(f"/usr/sbin/{x}") for x in n)]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(_missing()), reason="mariadb-server / sysbench not installed")
+def test_calibration_pipeline_end_to_end(tmp_path):
+    out = tmp_path / "cal"
+    cal = os.path.join(RECORD_DIR, "calibrate.py")
+    r = subprocess.run([sys.executable, cal, "measure", "--out", str(out),
+                        "--workload", "oltp_update_index", "--threads", "8", "--events", "300",
+                        "--time", "60", "--tables", "2", "--table-size", "200",
+                        "--threads-list", "0,2", "--modes", "conservative", "--rounds", "1",
+                        "--port", "33357"], capture_output=True, text=True, timeout=170)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["complete"] and meta["trace"]["transactions"] == 300
+    rows = list(csv.DictReader(open(out / "runs.csv")))
+    # 2 sync settings x (serial, 2 threads) + 3 fit runs, at least
+    assert len(rows) >= 7
+    for row in rows:
+        assert row["checksum_ok"] == "True"                      # replica equals primary
+        assert int(row["d_binlog_commits"]) == 300               # log_slave_updates: all applied
+        assert float(row["apply_s"]) > 0
+    # the private servers are gone
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "commitsched-calib-" not in ps
+    prof = tmp_path / "profiles.json"
+    r = subprocess.run([sys.executable, cal, "fit", "--out", str(out), "--profiles", str(prof)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert {p.name for p in profiles.load_fitted(str(prof))} == {"durable-mariadb",
+                                                                  "relaxed-mariadb"}
+    r = subprocess.run([sys.executable, cal, "report", "--out", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    pred = list(csv.DictReader(open(out / "predictions.csv")))
+    assert {(p["sync"], p["threads"]) for p in pred} == {
+        ("durable", "0"), ("durable", "2"), ("relaxed", "0"), ("relaxed", "2")}
+    assert all(float(p["predicted_speedup"]) > 0 for p in pred)
+    assert (out / "speedup.svg").read_text().startswith("<svg")

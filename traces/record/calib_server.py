@@ -1,0 +1,207 @@
+"""Private MariaDB servers for the calibration: a primary and a replica on 127.0.0.1, each with
+its own datadir, socket, port and error log, and a replica datadir that can be restored from a
+cold snapshot before every timed run. Host resources read from /proc for every run.
+
+Reuses `record.py`'s tool lookup and port choice; never touches the system service or its config.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+from record import find_tools, free_port  # noqa: F401  (re-exported for calibrate.py)
+
+
+class CalibServer:
+    """One mariadbd bound to 127.0.0.1. `install()` creates a fresh datadir; `start()` runs the
+    server on whatever datadir is there (a fresh one or a restored snapshot)."""
+
+    def __init__(self, tools: dict, workdir: str, port: int, name: str):
+        self.tools, self.workdir, self.port, self.name = tools, workdir, port, name
+        self.datadir = os.path.join(workdir, "data")
+        self.sock = os.path.join(workdir, "mysqld.sock")
+        self.errlog = os.path.join(workdir, "error.log")
+        self.proc: subprocess.Popen | None = None
+        self.user = "mysql" if os.geteuid() == 0 else None
+
+    def _own(self, path: str) -> None:
+        if self.user:
+            subprocess.run(["chown", "-R", f"{self.user}:{self.user}", path], check=True)
+
+    def install(self) -> None:
+        os.makedirs(self.datadir, exist_ok=True)
+        os.chmod(self.workdir, 0o755)
+        self._own(self.workdir)
+        owner = [f"--user={self.user}"] if self.user else []
+        r = subprocess.run([self.tools["install_db"], "--no-defaults", f"--datadir={self.datadir}",
+                            "--auth-root-authentication-method=normal", "--skip-test-db", *owner],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"calibrate: install_db failed for {self.name}:\n" + r.stdout[-1500:])
+
+    def start(self, settings: dict[str, str]) -> None:
+        owner = [f"--user={self.user}"] if self.user else []
+        args = [self.tools["server"], "--no-defaults", f"--datadir={self.datadir}",
+                f"--socket={self.sock}", f"--port={self.port}", "--bind-address=127.0.0.1",
+                f"--pid-file={os.path.join(self.workdir, 'mysqld.pid')}",
+                f"--log-error={self.errlog}", "--skip-name-resolve", *owner]
+        args += [f"--{k.replace('_', '-')}={v}" for k, v in settings.items()]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"calibrate: {self.name} mariadbd exited at start:\n"
+                                 + self.error_tail())
+            r = subprocess.run([self.tools["admin"], "--no-defaults", f"--socket={self.sock}",
+                                "-uroot", "ping"], capture_output=True)
+            if r.returncode == 0:
+                return
+            time.sleep(0.3)
+        raise SystemExit(f"calibrate: {self.name} did not answer within 90 s\n" + self.error_tail())
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def error_tail(self, n: int = 15) -> str:
+        try:
+            with open(self.errlog) as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def sql(self, query: str, timeout: float = 600) -> list[list[str]]:
+        r = subprocess.run([self.tools["client"], "--no-defaults", f"--socket={self.sock}",
+                            "-uroot", "-N", "-B", "-e", query], capture_output=True, text=True,
+                           timeout=timeout)
+        if r.returncode != 0:
+            raise SystemExit(f"calibrate: SQL on {self.name} failed: {query}\n{r.stderr}"
+                             + self.error_tail(5))
+        return [line.split("\t") for line in r.stdout.splitlines()]
+
+    def status(self) -> dict[str, str]:
+        return {k.lower(): v for k, v in self.sql("SHOW GLOBAL STATUS")}
+
+    def slave_status(self) -> dict[str, str]:
+        r = subprocess.run([self.tools["client"], "--no-defaults", f"--socket={self.sock}",
+                            "-uroot", "-E", "-e", "SHOW SLAVE STATUS"], capture_output=True,
+                           text=True, check=True)
+        out = {}
+        for line in r.stdout.splitlines():
+            k, sep, v = line.strip().partition(": ")
+            if sep:
+                out[k] = v
+        return out
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        subprocess.run([self.tools["admin"], "--no-defaults", f"--socket={self.sock}", "-uroot",
+                        "shutdown"], capture_output=True, timeout=120)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # only our own server's process group
+            self.proc.wait()
+
+    def snapshot(self, dest: str) -> None:
+        """Cold copy of the (stopped) datadir."""
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(self.datadir, dest, symlinks=True)
+
+    def restore(self, src: str) -> None:
+        """Replace the (stopped) datadir by the snapshot, and drop the old error log."""
+        shutil.rmtree(self.datadir, ignore_errors=True)
+        shutil.copytree(src, self.datadir, symlinks=True)
+        self._own(self.datadir)
+        try:
+            os.remove(self.errlog)
+        except OSError:
+            pass
+
+
+# ---------------------------------------------------------------- host measurements (/proc)
+
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def proc_stat() -> dict[str, int]:
+    with open("/proc/stat") as f:
+        vals = f.readline().split()[1:1 + len(CPU_FIELDS)]
+    return dict(zip(CPU_FIELDS, map(int, vals)))
+
+
+def cpu_shares(before: dict, after: dict) -> dict[str, float]:
+    """Fractions of all CPU time (every core) between two /proc/stat reads."""
+    d = {k: after[k] - before[k] for k in CPU_FIELDS}
+    total = sum(d.values()) or 1
+    return {"steal": d["steal"] / total, "iowait": d["iowait"] / total,
+            "idle": d["idle"] / total,
+            "busy": (total - d["idle"] - d["iowait"] - d["steal"]) / total}
+
+
+def loadavg() -> float:
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of every thread of `pid`."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    base = f"/proc/{pid}/task"
+    for tid in os.listdir(base):
+        try:
+            with open(f"{base}/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError):
+            continue
+    return out
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds of the whole process, threads that already ended included."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class ThreadSampler:
+    """Per-thread CPU of a process, sampled every `period` s while a run lasts: the replica's
+    SQL driver and worker threads end when the SQL thread stops, so a read after the run would
+    miss them. Keeps each thread's last value (at most one period of its CPU is lost)."""
+
+    def __init__(self, pid: int, period: float = 0.2):
+        import threading
+        self.pid, self.period = pid, period
+        self.start_values = thread_cpu(pid)
+        self.last: dict[int, float] = dict(self.start_values)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period):
+            try:
+                self.last.update(thread_cpu(self.pid))
+            except OSError:
+                return
+
+    def stop(self) -> dict[int, float]:
+        """CPU seconds each thread used since the start, threads new since then first."""
+        self._stop.set()
+        self._thread.join()
+        try:
+            self.last.update(thread_cpu(self.pid))
+        except OSError:
+            pass
+        return {t: v - self.start_values.get(t, 0.0) for t, v in self.last.items()}
+
+    def new_threads(self, used: dict[int, float]) -> list[float]:
+        """CPU of the threads that did not exist at the start, busiest first."""
+        return sorted((v for t, v in used.items() if t not in self.start_values), reverse=True)
