@@ -7,9 +7,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..metrics import heuristic_bounds
+from ..metrics import RunMetrics, heuristic_bounds
 from ..profiles import PROFILES, Profile
-from ..schedulers import DEFAULT_SCHEDULERS, SchedulerError, collect, parse_scheduler
+from ..schedulers import (DEFAULT_SCHEDULERS, SchedulerError, collect, parse_scheduler,
+                          run_scheduler)
 from ..scoring import score_trace
 from ..simcore import CAUSES, COORDINATOR_CAUSES, SimulationError
 from ..trackers import TrackerError, get_tracker
@@ -39,9 +40,8 @@ CAUSE_TEXT = {
     "lock_wait": ("transactions waited for a row lock held by an earlier one (optimistic "
                   "conflicts)", "conflicting rows: nothing a scheduler can fix"),
     "commit_order": ("finished transactions waited for their turn to commit in source order",
-                     "a long transaction holds back later ones; with "
-                     "replica_preserve_commit_order=OFF MySQL would not wait (at a consistency "
-                     "cost)"),
+                     "a long transaction holds back the later ones; only commits out of order "
+                     "avoid it (MySQL replica_preserve_commit_order=OFF, at a consistency cost)"),
     "sync_wait": ("ready transactions waited for the group sync in progress", "relaxed "
                   "durability (sync_binlog=0, innodb_flush_log_at_trx_commit=2) shortens it"),
     "retry": ("transactions were killed and re-executed (optimistic conflicts)",
@@ -302,7 +302,7 @@ def _whatif(trace, profile, workers, names, rec, default, mariadb, tracker_optio
          "workers": r["workers"], "speedup": r["speedup"], "throughput": r["throughput"]}
         for r in results if "error" not in r and r["scheduler"] in
         {f"{t}+mysql" for t in CLOCK_TRACKERS}]
-    # Durability: the same schedulers under each profile.
+    # Durability: the same schedulers under each profile, each against serial under it.
     focus = list(dict.fromkeys(n for n in (rec.get("best", {}).get("scheduler"), default) if n))
     dur = []
     for pname, prof in PROFILES.items():
@@ -310,12 +310,15 @@ def _whatif(trace, profile, workers, names, rec, default, mariadb, tracker_optio
             rs = [r for r in results if r["scheduler"] in focus and "error" not in r]
             serial_ms = next(r["makespan"] for r in results if r["scheduler"] == "serial")
         else:
-            rs = score_trace(trace, ["serial", *focus], workers, prof, bugs=bugs,
-                             tracker_options=tracker_options, applier_options=applier_options,
-                             progress=lambda s, p=pname: progress(f"durability {p}: {s}"))
-            serial_ms = next(r["makespan"] for r in rs if r["scheduler"] == "serial")
-            rs = [r for r in rs if r["scheduler"] in focus and "error" not in r]
+            serial_ms = _sweep(trace, "serial", [1], prof, None, {}, {}, bugs)[0]["makespan"]
+            rs = []
+            for name in focus:
+                progress(f"durability {pname}: {name}")
+                rs += _sweep(trace, name, workers, prof, serial_ms,
+                             tracker_options(parse_scheduler(name).tracker), applier_options, bugs)
         for r in rs:
+            if "error" in r:
+                continue
             dur.append({"profile": pname, "scheduler": r["scheduler"], "workers": r["workers"],
                         "speedup": r["speedup"], "throughput": r["throughput"],
                         "makespan": r["makespan"], "serial_makespan": serial_ms})
@@ -324,16 +327,14 @@ def _whatif(trace, profile, workers, names, rec, default, mariadb, tracker_optio
     if mariadb:
         rows = []
         base = tracker_options("slave_group_commit")
+        serial_ms = next(r["makespan"] for r in results if r["scheduler"] == "serial")
         for count in wait_counts:
+            progress(f"commit wait count {count}")
             opts = {**base, "commit_wait_count": count}
             shape = tracker_shape(trace, "slave_group_commit", opts)
-            rs = score_trace(trace, ["slave_group_commit+mariadb_conservative"], workers, profile,
-                             skip_unfit=False,
-                             bugs=bugs, tracker_options=lambda t, o=opts: o if t == "slave_group_commit" else tracker_options(t),
-                             applier_options=applier_options,
-                             progress=lambda s, c=count: progress(f"commit wait {c}: {s}"))
-            for r in rs:
-                if r["scheduler"] == "serial" or "error" in r:
+            for r in _sweep(trace, "slave_group_commit+mariadb_conservative", workers, profile,
+                            serial_ms, opts, applier_options, bugs):
+                if "error" in r:
                     continue
                 rows.append({"commit_wait_count": count, "workers": r["workers"],
                              "speedup": r["speedup"], "throughput": r["throughput"],
@@ -341,6 +342,23 @@ def _whatif(trace, profile, workers, names, rec, default, mariadb, tracker_optio
         out["commit_wait"] = {"commit_wait_usec": base.get("commit_wait_usec", 100000.0),
                               "rows": rows}
     out["delay_advice"] = _delay_advice(results, out, workers[-1], threshold, mariadb)
+    return out
+
+
+def _sweep(trace, name, workers, profile, serial_ms, topts, aopts, bugs) -> list[dict]:
+    """One scheduler at each worker count, against a serial makespan already known (the
+    what-ifs need neither the bounds nor a fresh serial run per point)."""
+    out = []
+    for w in workers:
+        m = RunMetrics(w)
+        try:
+            blocked = run_scheduler(name, trace.txns(), w, profile, m, bugs=bugs,
+                                    tracker_options=topts, applier_options=aopts)
+        except SimulationError as e:
+            out.append({"scheduler": name, "workers": w, "error": str(e)})
+            continue
+        out.append(m.result(scheduler=name, profile=profile.name, blocked=blocked,
+                            serial_makespan=serial_ms, bound=None))
     return out
 
 

@@ -144,11 +144,11 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
 
 
 def stacked_bars(rows: Sequence[dict], parts: Sequence[str], *, title: str, unit: str,
-                 part_labels: dict | None = None, width: int = 760) -> str:
+                 part_labels: dict | None = None, width: int = 840) -> str:
     """Horizontal stacked bars: rows [{"name", "values": {part: v}}], one colour per part."""
     part_labels = part_labels or {}
     used = [p for p in parts if any(r["values"].get(p, 0) > 0 for r in rows)]
-    label_w, top = 250, 34
+    label_w, top = 290, 34
     bar_h, gap = 18, 8
     legend_rows = math.ceil(len(used) / 3) if used else 0
     height = top + len(rows) * (bar_h + gap) + 34 + legend_rows * 18 + 10
@@ -185,7 +185,7 @@ def stacked_bars(rows: Sequence[dict], parts: Sequence[str], *, title: str, unit
                        f'nothing</text>')
     ly = axis_y + 44
     for j, p in enumerate(used):
-        lx = 10 + (j % 3) * 245
+        lx = 10 + (j % 3) * 270
         yy = ly + (j // 3) * 18
         out.append(f'<rect x="{lx}" y="{yy - 10}" width="12" height="12" '
                    f'fill="{colour(parts.index(p))}"/><text x="{lx + 17}" y="{yy}" '

@@ -143,6 +143,10 @@ def figures(report: Report) -> dict[str, tuple[str, str]]:
 
 # ------------------------------------------------------------------ text
 
+def _workers_text(n: int) -> str:
+    return f"{n} worker" + ("" if n == 1 else "s")
+
+
 def _answers(d: dict) -> list[tuple[str, list[str]]]:
     rec = d["recommendation"]
     thr = rec["threshold"]
@@ -154,7 +158,7 @@ def _answers(d: dict) -> list[tuple[str, list[str]]]:
             lines.append(f"`{name}`: still gains at least {thr:.0%} at every step up to "
                          f"{p['recommended_workers']} workers ({p['speedup']:.2f}x); try more.")
         else:
-            lines.append(f"`{name}`: {p['recommended_workers']} workers ({p['speedup']:.2f}x); "
+            lines.append(f"`{name}`: {_workers_text(p['recommended_workers'])} ({p['speedup']:.2f}x); "
                          f"the next step gains less than {thr:.0%}.")
     out.append((f"How many workers? (the smallest count past which the next step of "
                 f"{', '.join(map(str, ws))} gains less than {thr:.0%} speedup)", lines))
@@ -291,7 +295,8 @@ def markdown_page(report: Report, figs: dict) -> str:
             f"`{n}`: {why}" for n, why in d["skipped"].items()), ""]
     out += ["## Answers", ""]
     for q, lines in _answers(d):
-        out += [f"### {q}", ""] + [f"- {l.replace('&nbsp;&nbsp;', '  ')}" for l in lines] + [""]
+        out += [f"### {q}", ""] + [f"  - {l[len('&nbsp;&nbsp;– '):]}" if l.startswith("&nbsp;")
+                                   else f"- {l}" for l in lines] + [""]
     for name in ORDER:
         if name not in figs:
             continue
