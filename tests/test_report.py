@@ -218,7 +218,10 @@ def test_explain_marks_the_violation(tmp_path, capsys):
     code, out, _ = run(capsys, "explain", str(path))
     assert code == 0 and "| 4 | Next [Start(2)] **← violated here**" in out
     code, _, _ = run(capsys, "explain", str(path), "-o", str(tmp_path / "page"), "--quiet")
-    assert code == 0 and inline_svgs((tmp_path / "page" / "index.html").read_text())
+    svgs = inline_svgs((tmp_path / "page" / "index.html").read_text())
+    assert code == 0 and len(svgs) == 2      # the sequence chart and the Gantt chart by worker
+    gantt_rows = [g.get("data-seq") for g in svgs[1].iter(SVG + "g") if g.get("class") == "txn"]
+    assert gantt_rows == ["1", "2"]
 
 
 def test_bug_demo_reproduces_with_the_cli(tmp_path, capsys):
@@ -241,7 +244,11 @@ def test_bug_demo_reproduces_with_the_cli(tmp_path, capsys):
 def test_docs_site_quick(tmp_path):
     from commitsched.report.docs_site import build
     out = tmp_path / "site"
-    build(str(out), quick=True, tlc_dir=str(tmp_path / "no-tlc"))
+    tlc = tmp_path / "tlc"       # one counterexample, as the TLC runner names it
+    tlc.mkdir()
+    (tlc / "LogicalClock_lwm_off_by_one_bug.cex.json").write_text(json.dumps(_cex()))
+    build(str(out), quick=True, tlc_dir=str(tlc))
+    assert (out / "bugs" / "LogicalClock_lwm_off_by_one_bug.html").exists()
     pages = {p.name for p in out.glob("*.html")}
     for want in ("index.html", "schedulers.html", "bugs.html", "traces.html", "reports.html",
                  "import.html", "trace-format.html", "names.html"):
@@ -256,6 +263,7 @@ def test_docs_site_quick(tmp_path):
     from commitsched.bugs import CATALOGUE
     for bug in CATALOGUE:
         assert f'id="bug-{bug}"' in bugs
+    assert bugs.count("<td>TLC</td>") == 1
     assert len(list((out / "traces").glob("*/index.html"))) == 2
 
 

@@ -26,7 +26,7 @@ from ..profiles import get_profile
 from ..schedulers import SchedulerError, collect
 from ..trace import load_trace, write_text_atomic
 from .depgraph import GraphvizMissing, dot_source, render_svg
-from .explain import load_cex, sequence_svg, title_of, ExplainError
+from .explain import ExplainError, explain_html, load_cex, sequence_svg, title_of
 from .gantt import gantt_svg
 from .markdown import to_html
 from .render import CSS
@@ -125,7 +125,7 @@ def _manifest_bug_models() -> dict[str, list[dict]]:
     return out
 
 
-def bugs_page(tlc_dir: str, progress) -> str:
+def bugs_page(tlc_dir: str, out_dir: str, progress) -> str:
     from .bugdemo import find
     models = _manifest_bug_models()
     body = ["<h1>The bug catalogue</h1>",
@@ -148,10 +148,13 @@ def bugs_page(tlc_dir: str, progress) -> str:
                 except ExplainError as e:
                     shown.append(f"<p class=\"note\">{escape(str(e))}</p>")
                     continue
+                write_text_atomic(os.path.join(out_dir, "bugs", f"{m['name']}.html"),
+                                  explain_html(cex, nav(1)))
                 shown.append(f"<h3>TLC: {escape(title_of(cex))}</h3><figure>{sequence_svg(cex)}"
                              f"<figcaption>From <code>{escape(os.path.relpath(path, ROOT))}</code>"
-                             f"; <code>commitsched explain {escape(os.path.relpath(path, ROOT))} "
-                             f"-o DIR</code> gives the step table.</figcaption></figure>")
+                             f" (<code>commitsched explain</code>); every step, and the schedule "
+                             f"by worker: <a href=\"bugs/{escape(m['name'])}.html\">"
+                             f"{escape(m['name'])}</a>.</figcaption></figure>")
         source = "TLC" if shown else None
         if not shown:
             demo = find(bug)
@@ -279,7 +282,7 @@ def build(out_dir: str, *, quick: bool = False, tlc_dir: str | None = None,
         progress(f"page {os.path.basename(md)}")
         title, body = markdown_page(md)
         put(os.path.basename(md)[:-3] + ".html", page(title, body))
-    put("bugs.html", page("Bug catalogue", bugs_page(tlc_dir, progress)))
+    put("bugs.html", page("Bug catalogue", bugs_page(tlc_dir, tmp, progress)))
     traces = bundled_traces()
     if quick:
         traces = [t for t in traces if os.path.basename(t) in

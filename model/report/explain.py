@@ -195,6 +195,57 @@ def sequence_svg(cex: dict, width_per_step: int = 46) -> str:
     return "".join(out)
 
 
+class _StepRun:
+    """A transaction's life read off the states, in steps, shaped like a simulator run so the
+    report's Gantt chart can draw it (time = state index)."""
+
+    def __init__(self, seq, worker, first: dict, last_state: int):
+        from types import SimpleNamespace
+        self.seq, self.worker = seq, worker - 1
+        self.txn = SimpleNamespace(gtid=None, ddl=False, admin=False, writes=())
+        self.dep = None
+        end = last_state + 1      # not there yet: drawn to the edge
+        self.dispatch = first.get("dispatched", first.get("executing", end))
+        self.start = first.get("executing", end)
+        self.exec_end = self.ready = first.get("ready", end)
+        self.commit = first.get("committed", end)
+        self.exec = self.exec_end - self.start
+        self.retries, self.wasted = first.get("retries", 0), 0.0
+
+
+def worker_gantt_svg(cex: dict) -> str | None:
+    """The counterexample as the report's Gantt chart (one row per worker, one unit of time
+    per state), when the spec says which worker runs each transaction; else None."""
+    states = cex["states"]
+    per_state = [_txn_states(s["vars"].get("tstate")) or {} for s in states]
+    workers = [_txn_states(s["vars"].get("worker")) or {} for s in states]
+    if not per_state[-1] or not any(workers):
+        return None
+    runs = []
+    for t in per_state[-1]:
+        first: dict = {}
+        worker = 0
+        for i, (ts, ws) in enumerate(zip(per_state, workers), 1):
+            s = ts.get(t)
+            if s in ("dispatched", "queued") and first.get("_prev") in ("executing", "ready"):
+                first = {"retries": first.get("retries", 0) + 1}   # killed: the final attempt counts
+            if s not in first:
+                first[s] = i
+            first["_prev"] = s
+            worker = ws.get(t) or worker
+        if "dispatched" in first or "executing" in first:
+            if not worker:
+                return None
+            runs.append(_StepRun(t, worker, first, len(states)))
+    if not runs:
+        return None
+    from .gantt import gantt_svg
+    n_workers = max(r.worker + 1 for r in runs)
+    return gantt_svg(runs, n_workers, sync=0.0, title=f"{title_of(cex)}: the schedule by worker",
+                     highlight=[r.seq for r in runs if r.start <= len(states) < r.commit],
+                     unit="TLC state number", origin=min(r.dispatch for r in runs) - 1)
+
+
 def steps_table(cex: dict) -> list[tuple[int, str, str]]:
     """(state, action + moves, what changed) for the text part of the page."""
     from ..checks.counterexample import _diff
@@ -231,6 +282,10 @@ def explain_markdown(cex: dict, svg_name: str | None) -> str:
 def explain_html(cex: dict, nav: str = "") -> str:
     from .render import CSS
     bad = offending_state(cex)
+    g = worker_gantt_svg(cex)
+    gantt_html = (f"<figure>{g}<figcaption>The same behaviour as a Gantt chart: one row per "
+                  f"worker, one unit of time per state; red outline: transactions still active "
+                  f"in the violating state.</figcaption></figure>" if g else "")
     hot = ' style="background:#fdd"'
     rows = "".join(f"<tr{hot if i == bad else ''}><td>{i}</td>"
                    f"<td style=\"text-align:left\">{esc(step)}</td><td style=\"text-align:left\">{esc(what)}</td></tr>"
@@ -241,5 +296,5 @@ def explain_html(cex: dict, nav: str = "") -> str:
             f"<code>{esc(cex.get('cfg'))}</code>. {esc(cex.get('message') or '')}</p>"
             f"<figure>{sequence_svg(cex)}<figcaption>One row per transaction, one column per "
             f"state; black outline: the transaction moved in that step; red: where the property "
-            f"is violated.</figcaption></figure><h2>Steps</h2><table><tr><th>state</th>"
+            f"is violated.</figcaption></figure>{gantt_html}<h2>Steps</h2><table><tr><th>state</th>"
             f"<th>step</th><th>what changed</th></tr>{rows}</table></body></html>\n")

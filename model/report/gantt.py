@@ -81,7 +81,8 @@ def _tip(run, sync: float) -> str:
 
 
 def gantt_svg(runs: Iterable, workers: int, *, sync: float, title: str,
-              highlight: Iterable[int] = (), width: int = 1000, unit: str = "µs") -> str:
+              highlight: Iterable[int] = (), width: int = 1000, unit: str = "µs",
+              origin: float | None = None) -> str:
     runs = sorted(runs, key=lambda r: r.seq)
     highlight = set(highlight)
     left, right, top = 70, 16, 36
@@ -94,7 +95,7 @@ def gantt_svg(runs: Iterable, workers: int, *, sync: float, title: str,
         return svg_open(width, 60, title) + f'<text x="10" y="30">{esc(title)}: empty</text></svg>'
     # From the first start: transactions queued long before (MariaDB threads hold up to
     # max_queued) would squeeze the window into a sliver; their wait is clipped at the edge.
-    t0 = min(r.start for r in runs)
+    t0 = min(r.start for r in runs) if origin is None else origin
     t1 = max(r.commit for r in runs)
     if t1 <= t0:
         t1 = t0 + 1
@@ -116,9 +117,9 @@ def gantt_svg(runs: Iterable, workers: int, *, sync: float, title: str,
         x = X(t0 + t)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + ph}" stroke="#ddd"/>'
                    f'<text x="{x:.1f}" y="{top + ph + 14}" text-anchor="middle" font-size="10">'
-                   f'+{esc(fmt(t))}</text>')
+                   f'{esc("+" + fmt(t) if origin is None else fmt(t0 + t))}</text>')
     out.append(f'<text x="{left + pw / 2:.0f}" y="{top + ph + 28}" text-anchor="middle" '
-               f'font-size="11">time since the first start in the window ({esc(unit)})</text>')
+               f'font-size="11">{"time since the first start in the window (" + esc(unit) + ")" if origin is None else esc(unit)}</text>')
     for r in runs:
         y = top + r.worker * row_h
         tip = esc(_tip(r, sync))
