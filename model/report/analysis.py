@@ -381,8 +381,10 @@ def _delay_advice(results, whatif, wmax, threshold, mariadb) -> list[str]:
                        f"commits (binlog_group_commit_sync_delay) to widen its groups.")
         else:
             out.append(f"MySQL: the source's commit order already gets {co:.2f}x at {wmax} "
-                       f"workers, as much as writeset ({ws:.2f}x): wider groups would not help, "
-                       f"the limit is elsewhere (true conflicts, commit order, workers).")
+                       f"workers, within {threshold:.0%} of writeset ({ws:.2f}x), which declares "
+                       f"the most parallelism these write sets allow: wider groups from a commit "
+                       f"delay could not do better; the limit is elsewhere (true conflicts, "
+                       f"commit order, workers).")
     cw = whatif.get("commit_wait")
     if mariadb and cw and cw["rows"]:
         at = {r["commit_wait_count"]: r for r in cw["rows"] if r["workers"] == wmax}
