@@ -1,0 +1,75 @@
+-------------------------- MODULE TraceMariaDBApplier ------------------------
+(***************************************************************************)
+(* Trace validation of the Python MariaDB applier (applier_mariadb.py)     *)
+(* against MariaDBApplier.tla: is a simulated schedule a behaviour of it? *)
+(* spec?  Written by checks/trace_validation.py, which generates a module  *)
+(* that EXTENDS this one and defines the constant Traces as literals.     *)
+(*                                                                         *)
+(* Traces is a tuple of schedules; TLC picks one (k) at Init, so one run   *)
+(* validates many.  Each is a record: n, workers, keys (a set), mode, the  *)
+(* relay log txn ([ddl, ws] per transaction), cid (commit_id, 0 = none),   *)
+(* waited (FL_WAITED), all of it arrived (avail = n), and log: the         *)
+(* simulator's events in order, [a |-> action, t |-> transaction,          *)
+(* w |-> worker or 0].  A kill is logged right after the Start/Retry of   *)
+(* the transaction whose lock request caused it.                          *)
+(* The last event may be "end" (the simulator finished: every transaction *)
+(* committed) or "stuck" (the simulator deadlocked: the spec must have no *)
+(* step either).                                                           *)
+(*                                                                         *)
+(* TraceNext is the spec's action named by the next logged event, with    *)
+(* exactly its arguments; i counts matched events.  Acceptance: a state    *)
+(* with i = Len(log) is reachable, i.e. the invariant NotFullyMatched is   *)
+(* violated (TLC 2.18 has no POSTCONDITION).  Rejection: TLC, checking     *)
+(* deadlock, stops in a state with i < Len(log) where the logged event is  *)
+(* not a spec step; that state is the spec state before the event.         *)
+(* Verdict is the batch form: an always-true invariant that prints, per   *)
+(* schedule, "accepted" or the stuck state (run with -deadlock).           *)
+(***************************************************************************)
+EXTENDS Naturals, Sequences, TLC
+
+CONSTANTS Traces, gco_start_on_exec, optimistic_no_kill
+
+VARIABLES k, i, tstate, gco, specwait, drv, marked, retry, lk, rd, db, early
+
+avars == <<tstate, gco, specwait, drv, marked, retry, lk, rd, db, early>>
+vars == <<k, i, avars>>
+
+A(j) == INSTANCE MariaDBApplier WITH
+          N <- Traces[j].n, Workers <- Traces[j].workers, Keys <- Traces[j].keys,
+          Mode <- Traces[j].mode, txn <- Traces[j].txn, cid <- Traces[j].cid,
+          waited <- Traces[j].waited, avail <- Traces[j].n
+
+Log == Traces[k].log
+
+Init == /\ k \in 1..Len(Traces)
+        /\ i = 0
+        /\ \E j \in {k} : A(j)!AInit
+
+\* The spec step that the logged event e names (j is k, as a constant).
+Step(j, e) ==
+  \/ e.a = "dispatch" /\ A(j)!Dispatch(e.t, e.w)
+  \/ e.a = "start"    /\ A(j)!Start(e.t)
+  \/ e.a = "exec_end" /\ A(j)!ExecEnd(e.t)
+  \/ e.a = "commit"   /\ A(j)!Commit(e.t)
+  \/ e.a = "kill"     /\ A(j)!Kill(e.t)
+  \/ e.a = "retry"    /\ A(j)!Retry(e.t)
+  \/ e.a = "end"      /\ A(j)!AllCommitted /\ UNCHANGED avars
+  \/ e.a = "stuck"    /\ ~A(j)!AllCommitted /\ ~ENABLED A(j)!ANext
+                      /\ UNCHANGED avars
+
+TraceNext ==
+  \E j \in {k} :
+    /\ i < Len(Traces[j].log)
+    /\ Step(j, Traces[j].log[i + 1])
+    /\ i' = i + 1
+    /\ k' = k
+
+NotFullyMatched == i < Len(Log)
+
+State == [tstate |-> tstate, gco |-> gco, marked |-> marked, retry |-> retry, lk |-> lk]
+
+Verdict ==
+  IF i = Len(Log) THEN PrintT(<<"accepted", k>>)
+  ELSE IF ENABLED TraceNext THEN TRUE
+  ELSE PrintT(<<"stuck", k, i, State>>)
+=============================================================================

@@ -1,0 +1,72 @@
+-------------------------- MODULE TraceMySQLApplier --------------------------
+(***************************************************************************)
+(* Trace validation of the Python MySQL applier (model/applier_mysql.py)   *)
+(* against MySQLApplier.tla: is a simulated schedule a behaviour of the   *)
+(* spec?  Written by checks/trace_validation.py, which generates a module  *)
+(* that EXTENDS this one and defines the constant Traces as literals.     *)
+(*                                                                         *)
+(* Traces is a tuple of schedules; TLC picks one (k) at Init, so one run   *)
+(* validates many.  Each is a record: n, workers, keys (a set), cg         *)
+(* (CheckpointGroup), pco (PreserveCommitOrder), the annotation lc, sn,    *)
+(* file, ws (tuples indexed by transaction), and log: the simulator's      *)
+(* events in order, [a |-> action, t |-> transaction, w |-> worker or 0].  *)
+(* The last event may be "end" (the simulator finished: every transaction *)
+(* committed) or "stuck" (the simulator deadlocked: the spec must have no *)
+(* step either).                                                           *)
+(*                                                                         *)
+(* TraceNext is the spec's action named by the next logged event, with    *)
+(* exactly its arguments; i counts matched events.  Acceptance: a state    *)
+(* with i = Len(log) is reachable, i.e. the invariant NotFullyMatched is   *)
+(* violated (TLC 2.18 has no POSTCONDITION).  Rejection: TLC, checking     *)
+(* deadlock, stops in a state with i < Len(log) where the logged event is  *)
+(* not a spec step; that state is the spec state before the event.         *)
+(* Verdict is the batch form: an always-true invariant that prints, per   *)
+(* schedule, "accepted" or the stuck state (run with -deadlock).           *)
+(***************************************************************************)
+EXTENDS Naturals, Sequences, TLC
+
+CONSTANTS Traces,
+          lwm_off_by_one, lwm_not_prefix, rotation_ignored, commit_order_unenforced
+
+VARIABLES k, i, tstate, worker, db, rd
+
+vars == <<k, i, tstate, worker, db, rd>>
+
+A(j) == INSTANCE MySQLApplier WITH
+          N <- Traces[j].n, Workers <- Traces[j].workers, Keys <- Traces[j].keys,
+          CheckpointGroup <- Traces[j].cg, PreserveCommitOrder <- Traces[j].pco,
+          lc <- Traces[j].lc, sn <- Traces[j].sn, file <- Traces[j].file,
+          ws <- Traces[j].ws
+
+Log == Traces[k].log
+
+Init == /\ k \in 1..Len(Traces)
+        /\ i = 0
+        /\ \E j \in {k} : A(j)!AInit
+
+\* The spec step that the logged event e names (j is k, as a constant).
+Step(j, e) ==
+  \/ e.a = "dispatch" /\ A(j)!Dispatch(e.t, e.w)
+  \/ e.a = "start"    /\ A(j)!Start(e.t)
+  \/ e.a = "exec_end" /\ A(j)!ExecEnd(e.t)
+  \/ e.a = "commit"   /\ A(j)!Commit(e.t)
+  \/ e.a = "end"      /\ A(j)!AllCommitted /\ UNCHANGED <<tstate, worker, db, rd>>
+  \/ e.a = "stuck"    /\ ~A(j)!AllCommitted /\ ~ENABLED A(j)!ANext
+                      /\ UNCHANGED <<tstate, worker, db, rd>>
+
+TraceNext ==
+  \E j \in {k} :
+    /\ i < Len(Traces[j].log)
+    /\ Step(j, Traces[j].log[i + 1])
+    /\ i' = i + 1
+    /\ k' = k
+
+NotFullyMatched == i < Len(Log)
+
+State == [tstate |-> tstate, worker |-> worker, db |-> db]
+
+Verdict ==
+  IF i = Len(Log) THEN PrintT(<<"accepted", k>>)
+  ELSE IF ENABLED TraceNext THEN TRUE
+  ELSE PrintT(<<"stuck", k, i, State>>)
+=============================================================================
