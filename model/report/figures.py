@@ -75,7 +75,7 @@ def _marker(kind: str, x: float, y: float, c: str, tip: str) -> str:
 
 def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
                log2_x: bool = True, width: int = 840, height: int = 380,
-               y_from_zero: bool = True, unit: str = "") -> str:
+               y_from_zero: bool = True, unit: str = "", y_max: float | None = None) -> str:
     """`series`: [{"name", "points": [(x, y), ...], "style": "solid"|"dashed"|"dotted",
     "colour": optional, "unit": optional}]. x on a log2 axis (worker counts) by default."""
     pts = [(x, y) for s in series for x, y in s["points"] if y is not None]
@@ -89,7 +89,8 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
         x1 = x0 + 1
     ys = [y for _, y in pts] or [0, 1]
     ylo = 0.0 if y_from_zero else min(ys)
-    yticks = nice_ticks(ylo, max(ys) * 1.05 if max(ys) > 0 else 1)
+    top_y = max(ys) if y_max is None else min(max(ys), y_max)
+    yticks = nice_ticks(ylo, top_y * 1.05 if top_y > 0 else 1)
     y0, y1 = yticks[0], yticks[-1]
 
     def X(v):
@@ -114,6 +115,10 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
                f'{esc(xlabel)}</text>')
     out.append(f'<text transform="translate(16 {top + ph / 2:.0f}) rotate(-90)" '
                f'text-anchor="middle">{esc(ylabel)}</text>')
+    # Lines above the axis (a capped y range) leave the plot through its top edge.
+    clip = f"clip{abs(hash((title, len(series)))) % 10**8}"
+    out.append(f'<clipPath id="{clip}"><rect x="{left}" y="{top - 6}" width="{pw}" '
+               f'height="{ph + 12}"/></clipPath>')
     dash = {"solid": "", "dashed": ' stroke-dasharray="7 4"', "dotted": ' stroke-dasharray="2 3"'}
     ly = top + 4
     for i, s in enumerate(series):
@@ -124,12 +129,17 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
             continue
         path = " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in p)
         width_px = 2.2 if style == "solid" else 1.6
+        off = [(x, y) for x, y in p if y > y1]
+        top_pt = max(off, key=lambda q: q[1]) if off else None
+        name = s["name"] + (f" (↑ {fmt(top_pt[1])} at {top_pt[0]})" if off else "")
         out.append(f'<polyline points="{path}" fill="none" stroke="{c}" '
-                   f'stroke-width="{width_px}"{dash[style]}><title>{esc(s["name"])}</title>'
-                   f'</polyline>')
+                   f'stroke-width="{width_px}"{dash[style]} clip-path="url(#{clip})">'
+                   f'<title>{esc(name)}</title></polyline>')
         if style == "solid":
             m = MARKERS[i % len(MARKERS)]
             for x, y in p:
+                if y > y1:
+                    continue
                 out.append(_marker(m, X(x), Y(y), c, f'{s["name"]}: {xlabel} {x} -> '
                                                      f'{fmt(y)}{s.get("unit", unit)}'))
         lx = left + pw + 14
@@ -137,7 +147,7 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
                    f'stroke-width="{width_px}"{dash[style]}/>')
         if style == "solid":
             out.append(_marker(MARKERS[i % len(MARKERS)], lx + 11, ly, c, s["name"]))
-        out.append(f'<text x="{lx + 28}" y="{ly + 4:.1f}" font-size="11">{esc(s["name"])}</text>')
+        out.append(f'<text x="{lx + 28}" y="{ly + 4:.1f}" font-size="11">{esc(name)}</text>')
         ly += 17
     out.append("</svg>")
     return "".join(out)
