@@ -62,6 +62,17 @@ def test_report_md_writes_valid_svg_figures(md_report):
     assert "## Answers" in md and "How many workers?" in md
 
 
+def test_speedup_figure_draws_the_json_numbers(md_report):
+    """Every marker of the speedup chart is a (scheduler, workers) result of report.json."""
+    from commitsched.report.figures import fmt
+    data = json.loads((md_report / "report.json").read_text())
+    want = {f"{r['scheduler']}: workers {r['workers']} -> {fmt(r['speedup'])}x"
+            for r in data["results"] if r["scheduler"] != "serial" and "error" not in r}
+    root = ET.parse(md_report / "speedup.svg").getroot()
+    got = {t.text for t in root.iter(SVG + "title") if t.text and " -> " in t.text}
+    assert got == want
+
+
 def test_report_json_numbers_match_the_rule(md_report):
     data = json.loads((md_report / "report.json").read_text())
     rec = data["recommendation"]
@@ -111,6 +122,7 @@ def test_report_json_on_stdout(capsys):
 @pytest.mark.parametrize("argv,needle", [
     (["report", S14], "give -o DIR"),
     (["report", "no/such/trace.jsonl", "--json"], "no/such/trace.jsonl"),
+    (["report", S14, "--json", "--window-start", "6"], "not a seq of the trace (1..5)"),
     (["explain", "README.md"], "not JSON"),
     (["explain", S14], "not JSON"),
 ])
@@ -166,6 +178,7 @@ def test_window_is_where_workers_wait_most():
     win = gantt.select_window(runs, 10)
     assert 60 in [r.seq for r in win]
     assert [r.seq for r in gantt.select_window(runs, 10, start_seq=5)] == list(range(5, 15))
+    assert [r.seq for r in gantt.select_window(runs, 10, start_seq=97)] == list(range(91, 101))
 
 
 def test_depgraph_edges_and_stallers():

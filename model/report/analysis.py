@@ -9,12 +9,11 @@ from typing import Callable, Sequence
 
 from ..metrics import RunMetrics, heuristic_bounds
 from ..profiles import PROFILES, Profile
-from ..schedulers import (DEFAULT_SCHEDULERS, SchedulerError, collect, parse_scheduler,
-                          run_scheduler)
+from ..schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler, run_scheduler
 from ..scoring import score_trace
 from ..simcore import CAUSES, COORDINATOR_CAUSES, SimulationError
 from ..trackers import TrackerError, get_tracker
-from .gantt import is_barrier, segments, select_window
+from .gantt import idle_time, is_barrier, segments, window_bounds
 from .depgraph import stallers
 
 CLOCK_TRACKERS = ("commit_order", "writeset", "writeset_session")
@@ -186,6 +185,14 @@ def diagnose(results: list[dict], name: str, workers: int) -> dict | None:
             "causes": causes}
 
 
+def _window_bounds(trace, name, w, profile, size, start, opts) -> tuple[int, int]:
+    """The window's first and last seq (gantt.window_bounds), from one float per transaction."""
+    idle: dict[int, float] = {}
+    run_scheduler(name, trace.txns(), w, profile,
+                  lambda r: idle.__setitem__(r.seq, idle_time(r)), **opts)
+    return window_bounds(idle, size, start)
+
+
 def window_json(w: Window) -> dict:
     stall = stallers(w.runs, w.sync)
     rows = []
@@ -267,16 +274,18 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                       "recommended worker count"))
         if default and default != b["scheduler"]:
             picks.append((default, b["recommended_workers"], "server default, same workers"))
-    for i, (name, w, role) in enumerate(picks):
+    lo = hi = None
+    for name, w, role in picks:
         stage(f"schedule window {name} W={w}")
-        runs, _ = collect(name, trace.txns(), w, profile, bugs=bugs,
-                          tracker_options=tracker_options(parse_scheduler(name).tracker),
-                          applier_options=applier_options)
-        if i == 0 or window_start is not None:
-            sel = select_window(runs, window, window_start)
-            lo, hi = sel[0].seq, sel[-1].seq
-        else:  # the same transactions as the first window, for comparison
-            sel = [r for r in runs if lo <= r.seq <= hi]
+        opts = dict(bugs=bugs, tracker_options=tracker_options(parse_scheduler(name).tracker),
+                    applier_options=applier_options)
+        if lo is None:
+            lo, hi = _window_bounds(trace, name, w, profile, window, window_start, opts)
+        # Only the window's runs are kept: a long trace's schedule is never held in memory.
+        sel: list = []
+        run_scheduler(name, trace.txns(), w, profile,
+                      lambda r: sel.append(r) if lo <= r.seq <= hi else None, **opts)
+        sel.sort(key=lambda r: r.seq)
         windows.append(Window(name, w, sel, profile.sync, role))
     data["windows"] = [window_json(w) for w in windows]
 

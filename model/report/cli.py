@@ -57,6 +57,11 @@ def cmd_report(args) -> int:
     progress = Progress(args.quiet)
     progress(f"reading {args.trace}")
     trace = TraceSource(args.trace)
+    if args.window < 1:
+        raise UsageError(f"report: --window must be at least 1, got {args.window}")
+    if args.window_start is not None and not 1 <= args.window_start <= trace.count:
+        raise UsageError(f"report: --window-start {args.window_start} is not a seq of the trace "
+                         f"(1..{trace.count})")
     report = build_report(trace, path=args.trace, profile=profile, workers=args.workers,
                           schedulers=args.scheduler, threshold=args.threshold,
                           window=args.window, window_start=args.window_start,

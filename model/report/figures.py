@@ -4,6 +4,7 @@ with a `<title>` on every mark so hovering shows the number behind it."""
 from __future__ import annotations
 
 import math
+import zlib
 from typing import Sequence
 from xml.sax.saxutils import escape
 
@@ -116,7 +117,7 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
     out.append(f'<text transform="translate(16 {top + ph / 2:.0f}) rotate(-90)" '
                f'text-anchor="middle">{esc(ylabel)}</text>')
     # Lines above the axis (a capped y range) leave the plot through its top edge.
-    clip = f"clip{abs(hash((title, len(series)))) % 10**8}"
+    clip = f"clip{zlib.crc32(f'{title}|{len(series)}|{ylabel}'.encode()):08x}"   # stable ids
     out.append(f'<clipPath id="{clip}"><rect x="{left}" y="{top - 6}" width="{pw}" '
                f'height="{ph + 12}"/></clipPath>')
     dash = {"solid": "", "dashed": ' stroke-dasharray="7 4"', "dotted": ' stroke-dasharray="2 3"'}

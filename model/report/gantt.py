@@ -48,24 +48,37 @@ def segments(run, sync: float) -> list[tuple[str, float, float]]:
     return out
 
 
-def select_window(runs: Sequence, size: int = 40, start_seq: int | None = None) -> list:
-    """`size` consecutive transactions: from `start_seq` if given, else the stretch where the
-    pipeline stalls most (largest summed time workers were held but not executing)."""
-    if not runs:
-        return []
-    size = max(1, min(size, len(runs)))
-    by_seq = sorted(runs, key=lambda r: r.seq)
+def window_bounds(idle: dict[int, float], size: int = 40,
+                  start_seq: int | None = None) -> tuple[int, int] | None:
+    """First and last seq of `size` consecutive transactions: from `start_seq` if given, else
+    the stretch where the pipeline stalls most (largest summed `idle`: time a worker held the
+    transaction without executing it, commit - start - exec)."""
+    seqs = sorted(idle)
+    if not seqs:
+        return None
+    size = max(1, min(size, len(seqs)))
     if start_seq is not None:
-        i = next((k for k, r in enumerate(by_seq) if r.seq >= start_seq), len(by_seq) - size)
-        return by_seq[i:i + size]
-    idle = [max(0.0, (r.commit - r.start) - r.exec) for r in by_seq]
-    best, best_i, acc = -1.0, 0, sum(idle[:size])
-    for i in range(0, len(by_seq) - size + 1):
-        if i:
-            acc += idle[i + size - 1] - idle[i - 1]
+        i = next((k for k, q in enumerate(seqs) if q >= start_seq), len(seqs) - size)
+        i = min(i, len(seqs) - size)
+        return seqs[i], seqs[i + size - 1]
+    acc = sum(idle[q] for q in seqs[:size])
+    best, best_i = acc, 0
+    for i in range(1, len(seqs) - size + 1):
+        acc += idle[seqs[i + size - 1]] - idle[seqs[i - 1]]
         if acc > best + 1e-9:
             best, best_i = acc, i
-    return by_seq[best_i:best_i + size]
+    return seqs[best_i], seqs[best_i + size - 1]
+
+
+def idle_time(run) -> float:
+    return max(0.0, (run.commit - run.start) - run.exec)
+
+
+def select_window(runs: Sequence, size: int = 40, start_seq: int | None = None) -> list:
+    b = window_bounds({r.seq: idle_time(r) for r in runs}, size, start_seq)
+    if b is None:
+        return []
+    return sorted((r for r in runs if b[0] <= r.seq <= b[1]), key=lambda r: r.seq)
 
 
 def _tip(run, sync: float) -> str:
