@@ -1,0 +1,330 @@
+"""The bug catalogue (model/bugs.py, design §7) caught on both sides.
+
+For every entry, independently:
+- `tlc`: TLC on each specs/models.json entry with that `bug` (its *_bug.cfg); caught when it
+  violates the property the entry expects. Applies to every entry (names.md: each has a cfg);
+  an entry without a manifest entry counts as not caught.
+- `properties`: a hypothesis search (`find`, derandomized, shrunk) for a small trace and worker
+  count on which the Python model with the flag on violates one of the entry's properties
+  (a deadlock for `NoDeadlock`) while the same case without the flag violates none, so the
+  flag is the cause. Applies to every entry.
+- `trace_validation`: the flagged simulator's schedule on the shrunk counterexample, plus a
+  batch of further drawn cases, checked against the *correct* applier spec; caught when one
+  is rejected. Applies to applier bugs only: a tracker bug changes the annotation, which the
+  applier spec takes as input, so the correct applier replays it faithfully (null otherwise).
+- `z3`: `commitsched.checks.z3_soundness.z3_catches(bug)` when that module exists (it says
+  True/False, or None where it does not apply); null when absent.
+An entry *escapes* a column that applies to it and did not catch it.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_EXAMPLES = 3000           # property search budget (find stops at the first hit)
+TV_EXTRA = 30                     # further drawn cases validated per applier bug
+TLC_OUT = REPO / "build" / "mutants"
+
+# How each entry is searched for on the Python side: the scheduler that exercises the flagged
+# component, the shape of the traces (tests/strategies.py `traces` arguments), tracker
+# options, the worker range, and whether some transactions are admin statements.
+PLAIN_DML = dict(ddl=False, fk=False, sessions=0, rotations=False, keys=2, min_size=4)
+
+
+@dataclass(frozen=True)
+class Search:
+    scheduler: str
+    shape: dict = field(default_factory=dict)
+    tracker_options: dict = field(default_factory=dict)
+    workers: tuple[int, int] = (2, 4)
+    admin: bool = False
+
+
+SEARCHES: dict[str, Search] = {
+    "lwm_off_by_one": Search("commit_order+mysql", PLAIN_DML),
+    "lwm_not_prefix": Search("commit_order+mysql", PLAIN_DML),
+    "rotation_ignored": Search("commit_order+mysql", {**PLAIN_DML, "rotations": True}),
+    "commit_order_unenforced": Search("commit_order+mysql", PLAIN_DML),
+    "history_evict_no_floor": Search("writeset+mysql", {}, {"history_size": 2}),
+    "ddl_not_isolated": Search("writeset+mysql"),
+    "unique_keys_ignored": Search("writeset+mysql"),
+    "before_image_ignored": Search("writeset+mysql"),
+    "session_order_dropped": Search("writeset_session+mysql"),
+    "group_not_split_on_wait": Search("slave_group_commit+mariadb_conservative", {},
+                                      {"commit_wait_count": 4, "commit_wait_usec": 1000.0}),
+    "gco_start_on_exec": Search("commit_id+mariadb_conservative"),
+    "optimistic_no_kill": Search("commit_id+mariadb_optimistic"),
+    "admin_barrier_missing": Search("writeset+mysql", admin=True),
+}
+
+
+class MutantsError(Exception):
+    """The run cannot happen (hypothesis or the test strategies missing, unknown entry)."""
+
+
+@dataclass
+class Row:
+    name: str
+    where: str
+    tlc: bool | None = None
+    tlc_detail: str = ""
+    properties: bool | None = None
+    properties_detail: str = ""
+    trace_validation: bool | None = None
+    trace_validation_detail: str = ""
+    z3: bool | None = None
+    counterexample_txns: int | None = None
+    counterexample_workers: int | None = None
+    seconds: float = 0.0
+    applies: tuple[str, ...] = ()
+
+    def escapes(self) -> list[str]:
+        return [c for c in self.applies if getattr(self, c) is not True]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "where": self.where, "tlc": self.tlc,
+                "properties": self.properties, "trace_validation": self.trace_validation,
+                "z3": self.z3, "counterexample_txns": self.counterexample_txns,
+                "counterexample_workers": self.counterexample_workers,
+                "applies": list(self.applies), "escapes": self.escapes(),
+                "details": {"tlc": self.tlc_detail, "properties": self.properties_detail,
+                            "trace_validation": self.trace_validation_detail},
+                "seconds": round(self.seconds, 1)}
+
+
+def z3_hook() -> Callable[[str], bool | None] | None:
+    """The z3 column: `commitsched.checks.z3_soundness.z3_catches(bug)` if it exists."""
+    try:
+        from .z3_soundness import z3_catches
+    except ImportError:
+        return None
+    return z3_catches
+
+
+# ------------------------------------------------------------------ TLC
+
+def tlc_column(bug: str, *, timeout: float | None = None) -> tuple[bool, str]:
+    from . import manifest
+    from .tlc import SetupError, find_jar, find_java, run_model
+    path = REPO / "specs" / "models.json"
+    entries = [e for e in manifest.load(path) if e.get("bug") == bug]
+    if not entries:
+        return False, "no models.json entry with this bug"
+    try:
+        java, jar = find_java(), find_jar(None, path)
+    except SetupError as e:
+        return False, str(e)
+    TLC_OUT.mkdir(parents=True, exist_ok=True)
+    notes, caught = [], False
+    for e in entries:
+        run = run_model(e, specs_dir=path.parent, java=java, jar=jar, out_dir=TLC_OUT,
+                        timeout_cap=timeout)
+        ok = run.verdict == "OK"
+        caught = caught or ok
+        notes.append(f"{e['name']}: {run.result.got()} ({run.seconds:.1f}s)"
+                     + ("" if ok else f" {run.verdict}: {run.reason}"))
+    return caught, "; ".join(notes)
+
+
+# ------------------------------------------------------------------ Python properties
+
+def _strategies():
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        raise MutantsError("needs hypothesis (pip install -e '.[test]')") from None
+    tests = REPO / "tests"
+    if str(tests) not in sys.path:
+        sys.path.insert(0, str(tests))
+    try:
+        import strategies
+    except ImportError:
+        raise MutantsError(f"needs the trace strategies of {tests}/strategies.py") from None
+    return strategies
+
+
+def case_strategy(search: Search):
+    """(trace, workers) cases for one entry."""
+    from hypothesis import strategies as st
+    strategies = _strategies()
+    shape = {"min_size": 2, "max_size": 8, **search.shape}
+    traces = strategies.traces(**shape)
+    if search.admin:
+        # Admin statements (ANALYZE, OPTIMIZE, ...) log no rows and release their locks at
+        # flush (semantics §1.2); the strategies do not draw them, so mark some here.
+        def with_admin(args):
+            trace, marks = args
+            for txn, mark in zip(trace.txns, marks):
+                if mark and not txn.ddl:
+                    txn.admin, txn.writes, txn.before_images = True, (), ()
+            return trace
+        traces = st.tuples(traces, st.lists(st.booleans(), min_size=8, max_size=8)).map(with_admin)
+    return st.tuples(traces, st.integers(*search.workers))
+
+
+def violations(bug: str | None, search: Search, trace, workers: int, props) -> list[str]:
+    """The entry's properties that the run violates (`NoDeadlock` when it deadlocks)."""
+    from commitsched import properties
+    from commitsched.profiles import get_profile
+    from commitsched.schedulers import SchedulerError, collect
+    from commitsched.simcore import Deadlock
+    try:
+        runs, _ = collect(search.scheduler, trace.txns, workers, get_profile("ideal"),
+                          bugs=frozenset({bug}) if bug else frozenset(),
+                          tracker_options=dict(search.tracker_options))
+    except Deadlock:
+        return ["NoDeadlock"] if "NoDeadlock" in props else []
+    except SchedulerError:          # e.g. commit_id on a trace without commit ids
+        return []
+    return [p for p in props if p != "NoDeadlock" and properties.check(p, runs, len(trace))]
+
+
+def properties_column(bug: str, search: Search, props, examples: int):
+    """(caught, detail, counterexample (trace, workers) or None)."""
+    from hypothesis import HealthCheck, find, settings
+    from hypothesis.errors import NoSuchExample
+
+    def caused_by_bug(case):
+        trace, workers = case
+        return (bool(violations(bug, search, trace, workers, props))
+                and not violations(None, search, trace, workers, props))
+    try:
+        trace, workers = find(case_strategy(search), caused_by_bug, settings=settings(
+            max_examples=examples, database=None, derandomize=True, deadline=None,
+            suppress_health_check=list(HealthCheck)))
+    except NoSuchExample:
+        return False, f"{search.scheduler}: no case in {examples} examples", None
+    got = violations(bug, search, trace, workers, props)
+    return True, f"{search.scheduler} W={workers}: {', '.join(got)}", (trace, workers)
+
+
+def draw_cases(search: Search, count: int) -> list:
+    """`count` cases of the entry's strategy, reproducibly (hypothesis `find` as a generator)."""
+    from hypothesis import HealthCheck, find, settings
+    from hypothesis.errors import NoSuchExample
+    seen: list = []
+
+    def keep(case):
+        seen.append(case)
+        return False
+    try:
+        find(case_strategy(search), keep, settings=settings(
+            max_examples=count, database=None, derandomize=True, deadline=None,
+            suppress_health_check=list(HealthCheck)))
+    except NoSuchExample:
+        pass
+    return seen[:count]
+
+
+# ------------------------------------------------------------------ trace validation
+
+def trace_validation_column(bug: str, search: Search, cex) -> tuple[bool, str]:
+    from commitsched.profiles import get_profile
+    from commitsched.schedulers import SchedulerError
+
+    from . import trace_validation as tv
+    cases = ([cex] if cex else []) + draw_cases(search, TV_EXTRA)
+    schedules = []
+    for trace, workers in cases:
+        try:
+            schedules.append(tv.record_schedule(
+                search.scheduler, trace.txns, workers, get_profile("ideal"),
+                bugs=frozenset({bug}), tracker_options=dict(search.tracker_options)))
+        except SchedulerError:
+            continue
+    if not schedules:
+        return False, "no schedule to validate"
+    try:
+        verdicts = tv.validate(schedules)
+    except tv.TraceValidationError as e:
+        return False, f"trace validation failed to run: {e}"
+    rejected = [v for v in verdicts if not v.accepted]
+    if not rejected:
+        return False, f"all {len(verdicts)} schedules accepted by the correct spec"
+    first = rejected[0]
+    where = "the counterexample" if cex and first is verdicts[0] else "a drawn case"
+    return True, (f"{len(rejected)}/{len(verdicts)} rejected; {where}: event "
+                  f"#{first.matched + 1} {first.event.describe() if first.event else '?'}")
+
+
+# ------------------------------------------------------------------ all together
+
+def run(*, only: list[str] | None = None, examples: int | None = None,
+        tlc_timeout: float | None = None,
+        progress: Callable[[str], None] = lambda msg: None) -> list[Row]:
+    from commitsched.bugs import CATALOGUE
+    from commitsched.schedulers import APPLIER_BUGS
+    names = list(only or CATALOGUE)
+    unknown = [n for n in names if n not in CATALOGUE]
+    if unknown:
+        raise MutantsError(f"unknown entry {', '.join(unknown)}; the catalogue: "
+                           f"{', '.join(CATALOGUE)}")
+    missing = [n for n in names if n not in SEARCHES]
+    if missing:
+        raise MutantsError(f"no property search defined for {', '.join(missing)} "
+                           f"(checks/mutants.py SEARCHES)")
+    _strategies()
+    z3 = z3_hook()
+    rows = []
+    for n, name in enumerate(names, 1):
+        where, _, props = CATALOGUE[name]
+        search = SEARCHES[name]
+        started = time.monotonic()
+        applies = ["tlc", "properties"] + (["trace_validation"] if name in APPLIER_BUGS else [])
+        row = Row(name, where, applies=tuple(applies))
+        progress(f"[{n}/{len(names)}] {name}: TLC")
+        row.tlc, row.tlc_detail = tlc_column(name, timeout=tlc_timeout)
+        progress(f"[{n}/{len(names)}] {name}: properties")
+        row.properties, row.properties_detail, cex = properties_column(
+            name, search, props, examples or DEFAULT_EXAMPLES)
+        if cex:
+            row.counterexample_txns, row.counterexample_workers = len(cex[0]), cex[1]
+        if name in APPLIER_BUGS:
+            progress(f"[{n}/{len(names)}] {name}: trace validation")
+            row.trace_validation, row.trace_validation_detail = trace_validation_column(
+                name, search, cex)
+        if z3 is not None:
+            row.z3 = z3(name)
+            if row.z3 is not None:
+                row.applies += ("z3",)
+        row.seconds = time.monotonic() - started
+        rows.append(row)
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    def mark(row: Row, col: str) -> str:
+        v = getattr(row, col)
+        if col not in row.applies and v is None:
+            return "n/a"
+        return {True: "caught", False: "MISSED", None: "MISSED"}[v]
+    z3_shown = any(r.z3 is not None for r in rows)
+    head = ["entry", "where", "TLC", "properties", "trace valid.", *(["z3"] if z3_shown else []),
+            "cex txns", "time"]
+    out = [head]
+    for r in rows:
+        out.append([r.name, r.where, mark(r, "tlc"), mark(r, "properties"),
+                    mark(r, "trace_validation"), *([mark(r, "z3")] if z3_shown else []),
+                    "-" if r.counterexample_txns is None
+                    else f"{r.counterexample_txns} (W={r.counterexample_workers})",
+                    f"{r.seconds:.0f}s"])
+    widths = [max(len(row[i]) for row in out) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in out]
+    caught = {c: sum(1 for r in rows if getattr(r, c) is True)
+              for c in ("tlc", "properties", "trace_validation")}
+    applies = {c: sum(1 for r in rows if c in r.applies)
+               for c in ("tlc", "properties", "trace_validation")}
+    lines.append("caught: " + ", ".join(f"{c} {caught[c]}/{applies[c]}" for c in caught)
+                 + f"; {sum(r.seconds for r in rows):.0f}s in all")
+    for r in rows:
+        for c in r.escapes():
+            detail = getattr(r, f"{c}_detail", "")
+            lines.append(f"  {r.name} escapes {c}: {detail}")
+    return "\n".join(lines)
+
+
+__all__ = ["SEARCHES", "Search", "Row", "MutantsError", "run", "table", "z3_hook"]
