@@ -314,7 +314,10 @@ def _whatif(trace, profile, workers, names, rec, default, mariadb, tracker_optio
     # Durability: the same schedulers under each profile, each against serial under it.
     focus = list(dict.fromkeys(n for n in (rec.get("best", {}).get("scheduler"), default) if n))
     dur = []
-    for pname, prof in PROFILES.items():
+    # The three regimes of the design (plus the report's own profile, e.g. a fitted one).
+    chosen = {n: PROFILES[n] for n in ("ideal", "durable", "relaxed") if n in PROFILES}
+    chosen[profile.name] = profile
+    for pname, prof in chosen.items():
         if pname == profile.name:
             rs = [r for r in results if r["scheduler"] in focus and "error" not in r]
             serial_ms = next(r["makespan"] for r in results if r["scheduler"] == "serial")
