@@ -104,8 +104,10 @@
 (*   OverflowReachable (negation NeverOverflow): the history overflows.    *)
 (*                                                                         *)
 (* BUG FLAGS (design §7):                                                  *)
-(*   history_evict_no_floor  on overflow, evict the old entries (keep only *)
-(*                           this transaction's) and keep the old start;   *)
+(*   history_evict_no_floor  on overflow, make room LRU-style instead of   *)
+(*                           clearing: evict the entries with the oldest   *)
+(*                           last writer (any of them on a tie) until the  *)
+(*                           history fits, and keep the old start;         *)
 (*   ddl_not_isolated        an empty write set (DDL) counts as usable:    *)
 (*                           parent min(start, co), no clear;              *)
 (*   unique_keys_ignored     only PRIMARY entries are hashed;              *)
@@ -258,8 +260,15 @@ Track(y, c) ==
   /\ cause' = [cause EXCEPT ![next] = IF evict THEN "evict"
                                      ELSE IF overflow THEN "overflow"
                                      ELSE IF ~canUse THEN "fallback" ELSE "none"]
-  /\ history' = IF evict THEN [h \in ws |-> seq]      \* bug: no floor raise
-                ELSE IF clear THEN EmptyHistory ELSE updated
+  \* Bug history_evict_no_floor: LRU eviction of the oldest entries, no floor raise.
+  /\ LET full   == [h \in DOMAIN history \cup ws |-> IF h \in ws THEN seq ELSE history[h]]
+         olds   == DOMAIN history \ ws
+         excess == Cardinality(DOMAIN full) - HistorySize
+         victims == {E \in SUBSET olds :
+                       /\ Cardinality(E) = Max({0, excess})
+                       /\ \A e \in E, k \in olds \ E : history[e] <= history[k]}
+     IN IF evict THEN \E E \in victims : history' = [h \in DOMAIN full \ E |-> full[h]]
+        ELSE history' = IF clear THEN EmptyHistory ELSE updated
   /\ hstart' = IF clear /\ ~evict THEN seq ELSE hstart
   /\ sessLast' = [sessLast EXCEPT ![y.ses] = seq]
   /\ next' = next + 1
