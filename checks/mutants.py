@@ -32,7 +32,10 @@ TLC_OUT = REPO / "build" / "mutants"
 # How each entry is searched for on the Python side: the scheduler that exercises the flagged
 # component, the shape of the traces (tests/strategies.py `traces` arguments), tracker
 # options, the worker range, and whether some transactions are admin statements.
-PLAIN_DML = dict(ddl=False, fk=False, sessions=0, rotations=False, keys=2, min_size=4)
+# Sessions: tests/strategies.py gives every transaction a session and orders each after the
+# same session's earlier ones; with sessions=0 they all share "no session" (None == None) and
+# every last_committed is sn - 1, which leaves no parallelism. Eight sessions rarely repeat.
+PLAIN_DML = dict(ddl=False, fk=False, sessions=8, rotations=False, keys=2, min_size=4)
 
 
 @dataclass(frozen=True)
@@ -40,13 +43,17 @@ class Search:
     scheduler: str
     shape: dict = field(default_factory=dict)
     tracker_options: dict = field(default_factory=dict)
+    applier_options: dict = field(default_factory=dict)
     workers: tuple[int, int] = (2, 4)
     admin: bool = False
 
 
 SEARCHES: dict[str, Search] = {
     "lwm_off_by_one": Search("commit_order+mysql", PLAIN_DML),
-    "lwm_not_prefix": Search("commit_order+mysql", PLAIN_DML),
+    # With commits in source order the highest committed is the prefix's end: the bug needs
+    # replica_preserve_commit_order off (as its TLC model has it).
+    "lwm_not_prefix": Search("commit_order+mysql", PLAIN_DML,
+                             applier_options={"preserve_commit_order": False}),
     "rotation_ignored": Search("commit_order+mysql", {**PLAIN_DML, "rotations": True}),
     "commit_order_unenforced": Search("commit_order+mysql", PLAIN_DML),
     "history_evict_no_floor": Search("writeset+mysql", {}, {"history_size": 2}),
@@ -175,7 +182,8 @@ def violations(bug: str | None, search: Search, trace, workers: int, props) -> l
     try:
         runs, _ = collect(search.scheduler, trace.txns, workers, get_profile("ideal"),
                           bugs=frozenset({bug}) if bug else frozenset(),
-                          tracker_options=dict(search.tracker_options))
+                          tracker_options=dict(search.tracker_options),
+                          applier_options=dict(search.applier_options))
     except Deadlock:
         return ["NoDeadlock"] if "NoDeadlock" in props else []
     except SchedulerError:          # e.g. commit_id on a trace without commit ids
@@ -233,7 +241,8 @@ def trace_validation_column(bug: str, search: Search, cex) -> tuple[bool, str]:
         try:
             schedules.append(tv.record_schedule(
                 search.scheduler, trace.txns, workers, get_profile("ideal"),
-                bugs=frozenset({bug}), tracker_options=dict(search.tracker_options)))
+                bugs=frozenset({bug}), tracker_options=dict(search.tracker_options),
+                applier_options=dict(search.applier_options)))
         except SchedulerError:
             continue
     if not schedules:
