@@ -106,9 +106,13 @@ class Verdict:
             return f"{head}: accepted by {s.spec}"
         lines = [f"{head}: REJECTED by {s.spec} after {self.matched} matched events",
                  f"  first event the spec cannot take: #{self.matched + 1} "
-                 f"{self.event.describe() if self.event else '?'}",
-                 "  spec state before it:"]
-        for name, value in (self.state or {}).items():
+                 f"{self.event.describe() if self.event else '?'}"]
+        if self.state is None:
+            lines.append("  (every earlier event matched, but no spec behaviour from there "
+                         "reaches a state where nothing is enabled)")
+            return "\n".join(lines)
+        lines.append("  spec state before it:")
+        for name, value in self.state.items():
             lines.append(f"    {name} = {_show(value)}")
         return "\n".join(lines)
 
@@ -310,6 +314,10 @@ def validate_one(schedule: Schedule, *, spec_bugs: frozenset[str] = frozenset(),
     seconds = time.monotonic() - started
     if res.outcome == "invariant" and res.violated == "NotFullyMatched":
         return Verdict(schedule, True, len(schedule.events), seconds=seconds)
+    if res.outcome == "pass" and schedule.events[-1].action == "stuck":
+        # FreeStep stutters, so no deadlock: the spec cannot get stuck where the simulator did.
+        n = len(schedule.events) - 1
+        return Verdict(schedule, False, n, schedule.events[n], None, seconds)
     if res.outcome == "deadlock" and res.trace:
         last = res.trace[-1].get("vars", res.trace[-1])
         matched = int(last.get("i", 0))
@@ -386,6 +394,9 @@ def validate(schedules: Sequence[Schedule], *, spec_bugs: frozenset[str] = froze
             elif k in stuck:
                 i, state = stuck[k]
                 verdicts[n] = Verdict(s, False, i, s.events[i], _state_vars(state, spec), seconds)
+            elif s.events[-1].action == "stuck":     # see validate_one
+                i = len(s.events) - 1
+                verdicts[n] = Verdict(s, False, i, s.events[i], None, seconds)
             else:
                 raise TraceValidationError(f"TLC reported nothing for schedule {k} of {spec}")
     return verdicts  # type: ignore[return-value]

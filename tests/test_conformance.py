@@ -36,7 +36,7 @@ COVERED = ["commit_order+mysql", "writeset+mysql", "writeset_session+mysql",
            "slave_group_commit+mariadb_conservative", "slave_group_commit+mariadb_optimistic"]
 EXAMPLES = sorted(glob.glob(str(REPO / "traces" / "examples" / "semantics_*.jsonl")))
 # Cases drawn per scheduler: deterministic (derandomized), one TLC run per scheduler.
-BUDGET = 60
+BUDGET = 150
 PROFILES = [get_profile("ideal"), get_profile("durable")]
 
 
@@ -56,12 +56,12 @@ def draw(strategy, count):
     return seen[:count]
 
 
-def schedules(scheduler, cases, bugs=frozenset()):
+def schedules(scheduler, cases, bugs=frozenset(), applier_options=None):
     out = []
     for trace, workers, profile in cases:
         try:
             out.append((trace, tv.record_schedule(scheduler, trace.txns, workers, profile,
-                                                  bugs=bugs)))
+                                                  bugs=bugs, applier_options=applier_options)))
         except SchedulerError:      # commit_id on a trace without any commit id
             continue
     return out
@@ -164,7 +164,7 @@ def test_worked_examples_are_spec_behaviours(path):
 
 
 def _lwm_case():
-    """A trace on which lwm_off_by_one dispatches early: 2 reads 1's key, 3 depends on 2."""
+    """A trace on which lwm_off_by_one dispatches early: 2 depends on 1 (lc 1 <= lwm 0 + 1)."""
     rows = [Txn(1, ["a"], last_committed=0, sequence_number=1),
             Txn(2, ["b"], last_committed=1, sequence_number=2, exec=5.0),
             Txn(3, ["b"], last_committed=2, sequence_number=3)]
@@ -180,32 +180,50 @@ def test_canonical_check_accepts_and_rejects():
                              bugs=frozenset({"lwm_off_by_one"}))
     v = tv.validate_one(bad)
     assert not v.accepted
-    assert v.event.action == "dispatch" and v.event.t == 3
-    assert v.state["tstate"][1] in ("executing", "ready")     # 2 not committed yet
+    assert v.event.action == "dispatch" and v.event.t == 2
+    assert v.state["tstate"] == ["executing", "queued", "queued"]   # 1 not committed yet
     # The batch form agrees, and the spec with the same flag takes the flagged schedule.
     assert [x.accepted for x in tv.validate([good, bad])] == [True, False]
     assert tv.validate_one(bad, spec_bugs=frozenset({"lwm_off_by_one"})).accepted
 
 
+# Plain DML with distinct sessions (strategies.py orders a session's transactions, and with
+# sessions=0 every transaction shares "no session": no parallelism at all).
+DML = dict(ddl=False, fk=False, sessions=8, rotations=False, keys=2)
+NO_ORDER = {"preserve_commit_order": False}
+
+
 @needs_tlc
-@pytest.mark.parametrize("bug,scheduler", [
-    ("lwm_off_by_one", "commit_order+mysql"),
-    ("lwm_not_prefix", "commit_order+mysql"),
-    ("commit_order_unenforced", "commit_order+mysql"),
-    ("gco_start_on_exec", "commit_id+mariadb_conservative"),
-    ("optimistic_no_kill", "commit_id+mariadb_optimistic"),
+@pytest.mark.parametrize("bug,scheduler,shape,options", [
+    ("lwm_off_by_one", "commit_order+mysql", DML, None),
+    ("lwm_not_prefix", "commit_order+mysql", DML, NO_ORDER),
+    ("commit_order_unenforced", "commit_order+mysql", DML, None),
+    ("gco_start_on_exec", "commit_id+mariadb_conservative", {"ddl": False}, None),
+    ("optimistic_no_kill", "commit_id+mariadb_optimistic", {}, None),
 ])
-def test_flagged_simulator_conforms_to_the_flagged_spec(bug, scheduler):
+def test_flagged_simulator_conforms_to_the_flagged_spec(bug, scheduler, shape, options):
     """Same bug on both sides: the correct spec rejects some flagged schedule, and the spec
     with the flag accepts every one (the two models of the bug agree)."""
-    shape = dict(ddl=False, fk=False, sessions=0, rotations=False, keys=2) \
-        if scheduler.endswith("mysql") else {}
     cases = draw(st.tuples(traces(max_size=8, min_size=3, **shape), st.integers(2, 4),
-                           st.sampled_from(PROFILES)), 40)
-    pairs = schedules(scheduler, cases, bugs=frozenset({bug}))
+                           st.sampled_from(PROFILES)), 60)
+    pairs = schedules(scheduler, cases, bugs=frozenset({bug}), applier_options=options)
     assert rejections(pairs), "the correct spec accepted every flagged schedule"
     bad = rejections(pairs, spec_bugs=frozenset({bug}))
     assert not bad, explain(bad)
+
+
+@needs_tlc
+@pytest.mark.xfail(strict=True, reason=(
+    "known divergence: MariaDBApplier.tla has a DDL hold the lock of every key until it "
+    "commits; the simulator's DDL waits for every earlier commit but locks nothing, so "
+    "when gco_start_on_exec lets a later transaction start beside a DDL, the simulator runs "
+    "it to its end and the spec keeps it waiting"))
+def test_gco_start_on_exec_with_ddl_conforms_to_the_flagged_spec():
+    cases = draw(st.tuples(traces(max_size=8, min_size=3), st.integers(2, 4),
+                           st.sampled_from(PROFILES)), 60)
+    pairs = schedules("commit_id+mariadb_conservative", cases,
+                      bugs=frozenset({"gco_start_on_exec"}))
+    assert not rejections(pairs, spec_bugs=frozenset({"gco_start_on_exec"}))
 
 
 @needs_tlc
