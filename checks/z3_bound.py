@@ -1,0 +1,382 @@
+"""The optimal schedule of a trace, with z3: the bound every scheduler is scored against.
+
+Two regimes, the same two as `metrics.heuristic_bounds`. Both share (times exact rationals of the
+trace's float costs, `c_i = profile.exec_cost + profile.commit_cost`, `s = profile.sync`):
+
+- a transaction i holds a worker on [S_i, C_i), S_i >= 0, C_i >= S_i + c_i + s;
+- conflicting transactions (`properties.conflicts`: write sets intersect, DDL/admin conflict with
+  everything) have disjoint intervals [S_i, C_i);
+- group sync, "a sync per commit instant": transactions committing at the same instant share one
+  sync; two distinct commit instants are at least `s` apart (one sync runs at a time). This is
+  what `simcore.CommitStage` does: a group commits at the end of its sync, which starts no
+  earlier than its members' ready time and the previous group's end.
+
+`in_order` adds: commits in source order (C_i <= C_{i+1}) and source-order dispatch to a worker
+ring: transaction j gets a worker only once j - W committed (S_j >= C_{j-W}). Both servers do
+this: MariaDB queues j on thread j mod W, which runs its queue in order and is held to commit;
+the MySQL coordinator dispatches in order, and with commits in order the W transactions before
+j all hold their workers until j - W commits. With it, worker capacity W holds by itself (all
+active transactions lie within W consecutive ones), so the model is difference constraints plus
+one "same instant or a sync later" choice per consecutive pair: it solves exactly for hundreds
+of transactions.
+
+`free` (commit when ready, any order, as `database+mysql` and `preserve_commit_order=off`):
+at most W intervals overlap at any instant (checked at every start), no order on starts or
+commits.
+
+Dispatch costs, retries and lock waits are left out: every schedule a simulator produces that
+satisfies `NoConflictingOverlap` (and `CommitOrderPreserved` for in_order) is a feasible point of
+its regime's model, so the optimum is a lower bound of its makespan; a bug-injected schedule that
+overlaps conflicting transactions can beat it.
+
+Long traces: consecutive windows of N transactions are solved separately. Restricting a
+schedule of the whole trace to a window of consecutive transactions gives a feasible schedule of
+the window (every constraint above is between transactions of the window or vanishes, worker
+ring and commit order included, and times stay >= 0), whose makespan is at most the whole
+makespan. So every window's optimum, and their maximum, is a valid lower bound of the whole
+trace's optimum; it is reported as `lower_bound` with `optimal` null and `exact` false, next to
+work/W and the span, and the larger of them is the figure to use.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+from typing import Iterable, Sequence
+
+import z3
+
+from commitsched.metrics import heuristic_bounds
+from commitsched.properties import conflicts
+
+REGIMES = ("in_order", "free")
+# Measured (see the module report / tests): whole traces up to these sizes are solved exactly
+# within the default time cap on this machine; beyond, windows of this size are used.
+DEFAULT_WINDOW = {"in_order": 200, "free": 12}
+DEFAULT_TIMEOUT = 60.0
+
+
+class BoundError(ValueError):
+    """A bound that cannot be computed as asked (bad workers, window, regime)."""
+
+
+@dataclass
+class Problem:
+    """One trace reduced to what the optimum depends on."""
+    seqs: list[int]
+    cost: list[Fraction]                  # exec + commit
+    sync: Fraction
+    conflict: list[list[bool]]            # symmetric; conflict[i][j] for i != j
+
+    @property
+    def n(self) -> int:
+        return len(self.cost)
+
+    def window(self, lo: int, hi: int) -> "Problem":
+        return Problem(self.seqs[lo:hi], self.cost[lo:hi], self.sync,
+                       [row[lo:hi] for row in self.conflict[lo:hi]])
+
+
+def make_problem(txns: Iterable, profile) -> Problem:
+    txns = list(txns)
+    n = len(txns)
+    conflict = [[False] * n for _ in range(n)]
+    for j in range(n):
+        for i in range(j):
+            if conflicts(txns[i], txns[j]):
+                conflict[i][j] = conflict[j][i] = True
+    return Problem([t.seq for t in txns],
+                   [Fraction(profile.exec_cost(t)) + Fraction(profile.commit_cost(t)) for t in txns],
+                   Fraction(profile.sync), conflict)
+
+
+def _q(x: Fraction) -> z3.ArithRef:
+    return z3.Q(x.numerator, x.denominator)
+
+
+def _value(m: z3.ModelRef, v) -> Fraction:
+    val = m.eval(v, model_completion=True)
+    return Fraction(val.as_fraction())
+
+
+@dataclass
+class Solution:
+    status: str                        # "optimal" | "timeout"
+    makespan: Fraction | None = None   # the best schedule found (the optimum when "optimal")
+    lower: Fraction = Fraction(0)      # proved: no schedule has a smaller makespan
+    start: list[Fraction] = field(default_factory=list)
+    commit: list[Fraction] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _predecessors(p: Problem) -> list[list[int]]:
+    """For each j, the conflicting i < j it must follow, transitively reduced against the chain
+    through its latest conflicting predecessors (an edge i -> j implied by i -> k -> j is
+    dropped): precedence is transitive, so the reduced set says the same."""
+    reach: list[set[int]] = []          # everything j must follow, transitively
+    preds: list[list[int]] = []
+    for j in range(p.n):
+        direct = [i for i in range(j - 1, -1, -1) if p.conflict[i][j]]
+        covered: set[int] = set()
+        keep = []
+        for i in direct:                # latest first: later ones cover earlier ones
+            if i not in covered:
+                keep.append(i)
+                covered |= reach[i]
+                covered.add(i)
+        preds.append(keep)
+        reach.append(covered)
+    return preds
+
+
+def _encode(p: Problem, workers: int, regime: str):
+    """Variables and constraints of one regime's model; returns (constraints, S, C, makespan).
+
+    Conflicting transactions keep source order in both regimes (C_i <= S_j for i < j): the
+    replica must end in the source's state (`SerialEquivalence`), and every simulator orders
+    them so. That is also what makes their intervals disjoint."""
+    n, s = p.n, p.sync
+    S = [z3.Real(f"S{i}") for i in range(n)]
+    C = [z3.Real(f"C{i}") for i in range(n)]
+    M = z3.Real("makespan")
+    cs = []
+    length = [c + s for c in p.cost]            # least time a transaction holds its worker
+    for i in range(n):
+        cs += [S[i] >= 0, C[i] >= S[i] + _q(length[i]), M >= C[i]]
+    for j, preds in enumerate(_predecessors(p)):
+        cs += [S[j] >= C[i] for i in preds]
+    if regime == "in_order":
+        for i in range(1, n):
+            cs.append(C[i] >= C[i - 1])
+            if s > 0:
+                cs.append(z3.Or(C[i] == C[i - 1], C[i] >= C[i - 1] + _q(s)))
+        for j in range(workers, n):
+            cs.append(S[j] >= C[j - workers])
+        return cs, S, C, M
+    # free
+    before = _closure(p)
+    if s > 0:
+        for j in range(n):
+            for i in range(j):
+                if i in before[j]:
+                    cs.append(C[j] >= C[i] + _q(s))     # j starts after i commits: a later sync
+                else:
+                    cs.append(z3.Or(C[i] == C[j], C[j] >= C[i] + _q(s), C[i] >= C[j] + _q(s)))
+    if workers < n:
+        cs.append(M * workers >= _q(sum(length, Fraction(0))))   # redundant: occupancy >= work
+        for j in range(n):
+            # Transactions that may be active at S_j: j itself and those not ordered with it.
+            terms = [z3.If(z3.And(S[i] <= S[j], S[j] < C[i]), 1, 0) for i in range(n)
+                     if i == j or (i not in before[j] and j not in before[i])]
+            if len(terms) > workers:
+                cs.append(z3.Sum(terms) <= workers)
+    return cs, S, C, M
+
+
+def _closure(p: Problem) -> list[set[int]]:
+    """before[j]: the transactions j follows, directly or transitively."""
+    before: list[set[int]] = []
+    for j in range(p.n):
+        b: set[int] = set()
+        for i in range(j):
+            if p.conflict[i][j] and i not in b:
+                b |= before[i]
+                b.add(i)
+        before.append(b)
+    return before
+
+
+def relaxed_bound(p: Problem, workers: int, regime: str) -> Fraction:
+    """An exact lower bound of the model's optimum, without z3: the occupancy sum(c + s) / W and
+    the longest path of earliest times with the syncs of distinct instants not spaced (for
+    in_order with commit order and the worker ring). The solver starts from it."""
+    n = p.n
+    length = [c + p.sync for c in p.cost]
+    if n == 0:
+        return Fraction(0)
+    work = sum(length, Fraction(0)) / workers
+    commit: list[Fraction] = []
+    for j, preds in enumerate(_predecessors(p)):
+        start = max((commit[i] for i in preds), default=Fraction(0))
+        if regime == "in_order" and j >= workers:
+            start = max(start, commit[j - workers])
+        c = start + length[j]
+        if regime == "in_order" and j:
+            c = max(c, commit[j - 1])
+        commit.append(c)
+    return max(work, max(commit))
+
+
+def solve(p: Problem, workers: int, regime: str, *, timeout: float = DEFAULT_TIMEOUT,
+          lower: Fraction = Fraction(0)) -> Solution:
+    """The minimum makespan of `p` on `workers` under `regime`: status "optimal" with the exact
+    value, or "timeout" (z3 did not finish within `timeout` seconds in all) with `lower`, a
+    lower bound z3 proved, and `makespan` the best schedule found.
+
+    Bisection on the makespan with one incremental solver: "is there a schedule with makespan
+    < m?"; unsat proves m a lower bound, sat gives a schedule. It ends when a schedule's makespan
+    equals the proved bound. `lower` must be a valid lower bound (e.g. the heuristic one); the
+    serial schedule, feasible in both regimes, is the first upper bound."""
+    if regime not in REGIMES:
+        raise BoundError(f"unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
+    if workers < 1:
+        raise BoundError("workers must be at least 1")
+    started = time.perf_counter()
+    deadline = started + timeout
+    if p.n == 0:
+        return Solution("optimal", Fraction(0), Fraction(0))
+    cs, S, C, M = _encode(p, workers, regime)
+    solver = z3.Solver()
+    solver.add(*cs)
+    lo = max(Fraction(lower), relaxed_bound(p, workers, regime))
+    hi = sum((c + p.sync for c in p.cost), Fraction(0))
+    best = None
+    while True:
+        if best is not None and lo >= hi:
+            return Solution("optimal", hi, hi, *best, time.perf_counter() - started)
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return Solution("timeout", hi if best else None, lo, seconds=time.perf_counter() - started)
+        # Halve the gap while it is wide; then ask for anything better than the best found.
+        mid = (lo + hi) / 2 if best is None or hi - lo > hi * _CLOSE else hi
+        if best is None:
+            mid = hi + 1          # first: any schedule at all (serial is one)
+        solver.set("timeout", max(1, int(left * 1000)))
+        solver.push()
+        solver.add(M < _q(mid))
+        res = solver.check()
+        if res == z3.sat:
+            m = solver.model()
+            best = _tighten(p, workers, regime, [_value(m, v) for v in S],
+                            [_value(m, v) for v in C])
+            hi = max(best[1])
+        solver.pop()
+        if res == z3.unsat:
+            lo = max(lo, mid)
+        elif res != z3.sat:
+            return Solution("timeout", hi if best else None, lo,
+                            seconds=time.perf_counter() - started)
+
+
+_CLOSE = Fraction(1, 10**4)
+
+
+def _tighten(p: Problem, workers: int, regime: str, start: list[Fraction],
+             commit: list[Fraction]) -> tuple[list[Fraction], list[Fraction]]:
+    """The earliest schedule that keeps the order of every start and commit instant of a z3
+    model (equal ones equal) and satisfies the model's difference constraints. Every atom of the
+    encoding compares two of these instants (or their distance with the sync), so it keeps its
+    truth value, in closed form: the result is feasible (the feasible sets are closed) and no
+    later than the model. Its makespan is a vertex value, so the bisection ends exactly instead
+    of creeping down by ever smaller steps."""
+    n, s = p.n, p.sync
+    vals = start + commit                        # variable v: S_v for v < n, C_{v-n} otherwise
+    order = sorted(range(2 * n), key=vals.__getitem__)
+    group = [0] * (2 * n)
+    g = -1
+    for k, v in enumerate(order):
+        if k == 0 or vals[v] != vals[order[k - 1]]:
+            g += 1
+        group[v] = g
+    incoming: list[list[tuple[int, Fraction]]] = [[] for _ in range(2 * n)]
+    for i in range(n):
+        incoming[n + i].append((i, p.cost[i] + s))
+    for j, preds in enumerate(_predecessors(p)):
+        incoming[j] += [(n + i, Fraction(0)) for i in preds]
+    if regime == "in_order":
+        for j in range(workers, n):
+            incoming[j].append((n + j - workers, Fraction(0)))
+    members: list[list[int]] = [[] for _ in range(g + 1)]
+    for v in range(2 * n):
+        members[group[v]].append(v)
+    new = [Fraction(0)] * (g + 1)
+    last_commit_group = None
+    for k in range(g + 1):
+        t = new[k - 1] if k else Fraction(0)
+        for v in members[k]:
+            for u, c in incoming[v]:
+                if group[u] < k:
+                    t = max(t, new[group[u]] + c)
+        has_commit = any(v >= n for v in members[k])
+        if has_commit and last_commit_group is not None:
+            t = max(t, new[last_commit_group] + s)
+        new[k] = t
+        if has_commit:
+            last_commit_group = k
+    return [new[group[v]] for v in range(n)], [new[group[n + i]] for i in range(n)]     # below this relative gap, stop halving and close it exactly
+
+
+@dataclass
+class RegimeBound:
+    """The bound of one regime, labelled as what it is."""
+    regime: str
+    optimal: float | None          # the exact optimum of the whole trace, or None
+    lower_bound: float             # the best valid lower bound known (the optimum when exact)
+    work_bound: float
+    span_bound: float
+    exact: bool
+    solver_seconds: float
+    windows: int                   # 1 when the whole trace was solved at once
+    windows_solved: int            # windows z3 finished; the others count by their heuristic
+    kind: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def regime_bound(txns: Sequence, profile, workers: int, regime: str, *,
+                 window: int | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 problem: Problem | None = None, heuristic: dict | None = None) -> RegimeBound:
+    """The optimum of the whole trace when it fits one window (`window`, default
+    DEFAULT_WINDOW[regime]) and z3 finishes within `timeout`; else the best valid lower bound:
+    max(work/W, span, every window's optimum). `timeout` caps each solve; a window that times out
+    contributes its own heuristic bound."""
+    if regime not in REGIMES:
+        raise BoundError(f"unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
+    if workers < 1:
+        raise BoundError("workers must be at least 1")
+    txns = list(txns)
+    window = DEFAULT_WINDOW[regime] if window is None else window
+    if window < 1:
+        raise BoundError("window must be at least 1 transaction")
+    p = problem or make_problem(txns, profile)
+    h = heuristic or heuristic_bounds(txns, profile, workers)
+    work, span = h["work_bound"], h["span_" + regime]
+    heur = max(work, span)
+    started = time.perf_counter()
+    if p.n <= window:
+        sol = solve(p, workers, regime, timeout=timeout)
+        seconds = time.perf_counter() - started
+        if sol.status == "optimal":
+            v = float(sol.makespan)
+            return RegimeBound(regime, v, v, work, span, True, round(seconds, 3), 1, 1,
+                               "exact optimum (z3)")
+        return RegimeBound(regime, None, heur, work, span, False, round(seconds, 3), 1, 0,
+                           f"heuristic: max(work/W, span); z3 {sol.status} after {timeout:g} s")
+    best = Fraction(0)
+    solved = count = 0
+    for lo in range(0, p.n, window):
+        count += 1
+        sol = solve(p.window(lo, lo + window), workers, regime, timeout=timeout)
+        if sol.status == "optimal":
+            solved += 1
+            best = max(best, sol.makespan)
+    seconds = time.perf_counter() - started
+    lb = max(float(best), heur)
+    return RegimeBound(regime, None, lb, work, span, False, round(seconds, 3), count, solved,
+                       f"lower bound: max(work/W, span, optimum of each window of {window} "
+                       f"consecutive transactions; {solved}/{count} windows solved)")
+
+
+def bounds(txns: Sequence, profile, workers: int, *, regimes: Sequence[str] = REGIMES,
+           window: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> list[RegimeBound]:
+    """One RegimeBound per regime."""
+    txns = list(txns)
+    p = make_problem(txns, profile)
+    h = heuristic_bounds(txns, profile, workers)
+    return [regime_bound(txns, profile, workers, r, window=window, timeout=timeout, problem=p,
+                         heuristic=h) for r in regimes]
+
+
+__all__ = ["REGIMES", "DEFAULT_WINDOW", "DEFAULT_TIMEOUT", "BoundError", "Problem",
+           "make_problem", "solve", "Solution", "RegimeBound", "regime_bound", "bounds"]
