@@ -120,6 +120,16 @@ def markdown(rows: list[dict]) -> str:
             f"{'yes' if r['within_10pct'] else 'no'} | {r['measured_groups_median']:.0f} / "
             f"{r['predicted_groups']} | {r['measured_retries_median']:.0f} / "
             f"{r['predicted_retries']} |")
+    par = [r for r in rows if r["threads"] > 0 and r["measured_speedup_median"]]
+    if par:
+        inside = sum(1 for r in par if r["inside_spread"])
+        tight = [r for r in par if r["spread_rel"] < 0.10]
+        errs = sorted(abs(r["error_rel"]) for r in par)
+        out += ["", f"- {inside} of {len(par)} predictions inside the measured spread; "
+                    f"{sum(1 for r in tight if r['within_10pct'])} of the {len(tight)} "
+                    f"configurations with a spread under 10% predicted within 10% of the median; "
+                    f"median |error| {100 * errs[len(errs) // 2]:.0f}%, largest "
+                    f"{100 * errs[-1]:.0f}%"]
     serial = [r for r in rows if r["threads"] == 0]
     out.append("")
     for r in serial:
