@@ -98,7 +98,7 @@ def find_jar(explicit: str | None, manifest_path: Path) -> Path:
         jar = Path(explicit)
         if not jar.is_file():
             raise SetupError(f"TLC jar {jar} not found: run `make setup`")
-        return jar
+        return jar.resolve()  # TLC runs in a scratch folder: a relative path would break
     candidates = []
     if os.environ.get("TLC_JAR"):
         candidates.append(Path(os.environ["TLC_JAR"]))
@@ -107,7 +107,7 @@ def find_jar(explicit: str | None, manifest_path: Path) -> Path:
         candidates.append(root / ".cache" / "tlc" / JAR_NAME)
     for jar in candidates:
         if jar.is_file():
-            return jar
+            return jar.resolve()
     raise SetupError(f"TLC jar not found (looked for {candidates[1]}): run `make setup`")
 
 
@@ -214,6 +214,8 @@ def run_model(entry: dict[str, Any], *, specs_dir: Path, java: str, jar: Path, o
               timeout_cap: float | None = None) -> ModelRun:
     name = entry["name"]
     spec, cfg = (specs_dir / entry["spec"]).resolve(), (specs_dir / entry["cfg"]).resolve()
+    # TLC runs with its scratch folder as working directory: every path absolute.
+    out_dir, jar = out_dir.resolve(), jar.resolve()
     for stale in [out_dir / f"{name}.cex.json", out_dir / f"{name}.cex.txt",
                   *out_dir.glob(f"{name}.only_*.out")]:
         stale.unlink(missing_ok=True)

@@ -518,3 +518,16 @@ def test_lifecycle_moves_name_steps_in_the_shared_vocabulary():
     cex = counterexample.to_json(result, model="m", spec="S.tla", cfg="S.cfg")
     assert [s["moves"] for s in cex["states"]] == [[], ["Dispatch(1)"]]
     assert "State 2: Next  [Dispatch(1)]" in counterexample.render_text(cex)
+
+
+@java
+@pytest.mark.java
+def test_relative_jar_and_out_paths(tmp_path, monkeypatch, capsys):
+    # The Makefile passes --jar .cache/tlc/... and --out build/tlc, relative to the repo.
+    path = _fixture_manifest(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    rel_jar = os.path.relpath(JAR, tmp_path)
+    code = tlc.main(["--manifest", "specs/models.json", "--jar", rel_jar, "--out", "build/tlc",
+                     "--only", "ToyValues_bounded_bug"])
+    assert code == 0, capsys.readouterr().out
+    assert (tmp_path / "build" / "tlc" / "ToyValues_bounded_bug.cex.json").is_file()
