@@ -351,8 +351,9 @@ def regime_bound(txns: Sequence, profile, workers: int, regime: str, *,
             v = float(sol.makespan)
             return RegimeBound(regime, v, v, work, span, True, round(seconds, 3), 1, 1,
                                "exact optimum (z3)")
-        return RegimeBound(regime, None, heur, work, span, False, round(seconds, 3), 1, 0,
-                           f"heuristic: max(work/W, span); z3 {sol.status} after {timeout:g} s")
+        lb = max(heur, float(sol.lower))
+        return RegimeBound(regime, None, lb, work, span, False, round(seconds, 3), 1, 0,
+                           f"lower bound: max(work/W, span, what z3 proved in {timeout:g} s)")
     best = Fraction(0)
     solved = count = 0
     for lo in range(0, p.n, window):
@@ -361,6 +362,8 @@ def regime_bound(txns: Sequence, profile, workers: int, regime: str, *,
         if sol.status == "optimal":
             solved += 1
             best = max(best, sol.makespan)
+        else:
+            best = max(best, sol.lower)       # what z3 proved before its time ran out
     seconds = time.perf_counter() - started
     lb = max(float(best), heur)
     return RegimeBound(regime, None, lb, work, span, False, round(seconds, 3), count, solved,
