@@ -62,9 +62,10 @@ def fit(folder: str) -> dict:
     missing = [s for s, v in med_t.items() if v is None]
     if missing:
         raise SystemExit(f"calibrate fit: no serial runs for {', '.join(missing)} in {folder}")
-    drivers = []
+    drivers, one_thread_cpu = [], []
     for r in runs:
         if r["threads"] == 1:
+            one_thread_cpu.append(float(r["replica_cpu_s"]))
             cpu = [float(x) for x in r["new_thread_cpu_s"].split()]
             if len(cpu) >= 2:
                 drivers.append(cpu[1])
@@ -75,6 +76,10 @@ def fit(folder: str) -> dict:
     commit_dur = (med_t["durable"] - med_t["binlog_sync"]) / n * us
     redo_alone = (med_t["redo_sync"] - med_t["relaxed"]) / n * us
     exec_cost = s_rel - dispatch
+    serial_cpu = _med([float(r["replica_cpu_s"]) for r in _serial(runs, "relaxed")])
+    # what parallel mode costs in CPU beyond the serial apply, per transaction, at one worker
+    # (not part of the profiles: the model has no such cost; used by the report's what-if)
+    coordination = ((_med(one_thread_cpu) - serial_cpu) / n * us) if one_thread_cpu else None
     cores = meta["host"]["cpus"]
     rounds = sorted({r["round"] for r in runs})
     loads = [float(r["load_before"]) for r in runs]
@@ -90,7 +95,9 @@ def fit(folder: str) -> dict:
         "driver_cpu_s_per_run": drivers,
         "per_txn_us": {"relaxed_serial": s_rel, "dispatch": dispatch, "exec": exec_cost,
                        "binlog_sync_per_group": sync_bin, "durable_commit": commit_dur,
-                       "redo_sync_alone": redo_alone},
+                       "redo_sync_alone": redo_alone,
+                       "relaxed_serial_cpu": serial_cpu / n * us,
+                       "parallel_coordination_cpu_1thread": coordination},
         "non_additivity_us": commit_dur - redo_alone,
     }
     common = dict(exec_default=round(exec_cost, 3), dispatch=round(dispatch, 3), retry=0.0,
