@@ -100,18 +100,22 @@ def test_load_fitted_file(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.exists(profiles.FITTED_PATH), reason="no fitted profiles yet")
-def test_bundled_fitted_profiles_and_cli():
+def test_bundled_fitted_profiles_score():
+    """What `commitsched score --profile durable-mariadb` runs (the CLI's choices are PROFILES)."""
+    from commitsched.scoring import score_trace
+    from commitsched.trace import load_trace
+    trace = load_trace(os.path.join(REPO, "traces", "recorded", "oltp_read_write_t8.jsonl.gz"))
+
+    class Source:
+        count = len(trace.txns)
+        txns = staticmethod(lambda: iter(trace.txns))
     for name in ("durable-mariadb", "relaxed-mariadb"):
+        assert name in profiles.PROFILES
         p = profiles.get_profile(name)
         assert "fitted" in p.provenance and p.cores and p.exec_default > 0
-    trace = os.path.join(REPO, "traces", "recorded", "oltp_read_write_t8.jsonl.gz")
-    r = subprocess.run([sys.executable, "-m", "commitsched", "score", trace, "--profile",
-                        "durable-mariadb", "--workers", "2", "--scheduler",
-                        "commit_id+mariadb_conservative", "--json"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    (res,) = [x for x in json.loads(r.stdout) if x["scheduler"] != "serial"]
-    assert res["profile"] == "durable-mariadb" and res["speedup"] > 0
+        res = score_trace(Source, ["serial", "commit_id+mariadb_conservative"], [2], p)
+        assert [r["scheduler"] for r in res] == ["serial", "commit_id+mariadb_conservative"]
+        assert res[1]["profile"] == name and res[1]["speedup"] > 0
 
 
 def _missing() -> list[str]:
