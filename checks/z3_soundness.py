@@ -429,5 +429,38 @@ def differential(tracker: str, *, history_size: int = 2, n: int = 6, mode: str =
     return done
 
 
-__all__ = ["check", "prove_all", "z3_catches", "differential", "Counterexample", "Result",
+def encoding_annotation(rows: list[dict], tracker: str, *, history_size: int = 2,
+                        mode: str = "none", bugs=frozenset()) -> list[tuple]:
+    """What the z3 encoding annotates for one concrete trace of the fragment (keys among KEYS,
+    sessions 1..3, files counting up by one): the inputs are fixed to `rows` and z3 evaluates
+    the rest. For comparing with the Python tracker on traces not drawn from z3."""
+    v = _Vars(len(rows), mode)
+    cs, ann = _encode(v, tracker, history_size, frozenset(bugs))
+    fix = []
+    prev_file = None
+    for i, row in enumerate(rows):
+        writes, before = set(row.get("writes", ())), set(row.get("before_images", ()))
+        if not writes <= set(KEYS):
+            raise ValueError(f"row {row} writes keys outside {KEYS}")
+        fix += [v.w[i][k] == (KEYS[k] in writes) for k in range(len(KEYS))]
+        fix += [v.bi[i][k] == (KEYS[k] in before) for k in range(len(KEYS))]
+        for name, arr in (("ddl", v.ddl), ("admin", v.admin), ("fk_parent", v.fk),
+                          ("no_pk", v.nopk)):
+            fix.append(arr[i] == bool(row.get(name, False)))
+        fix.append(v.sess[i] == (row.get("session") or 0))
+        f = row.get("file", 1)
+        fix.append(v.rot[i] == (prev_file is not None and f != prev_file))
+        prev_file = f
+        if mode == "sound":
+            fix.append(v.lc[i] == row["last_committed"])
+    s = z3.Solver()
+    s.add(*cs, *fix)
+    if s.check() != z3.sat:
+        raise ValueError("the trace lies outside the encoded fragment (e.g. an unsound "
+                         "last_committed in mode 'sound')")
+    m = s.model()
+    return [tuple(m.eval(x, model_completion=True).as_long() for x in a) for a in ann]
+
+
+__all__ = ["encoding_annotation", "check", "prove_all", "z3_catches", "differential", "Counterexample", "Result",
            "EncodingMismatch", "BUG_TARGET", "KEYS", "MODES"]

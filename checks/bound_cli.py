@@ -1,0 +1,184 @@
+"""CLI commands of the z3 checks (picked up by `commitsched.cli.PLUGIN_COMMANDS`):
+
+  commitsched bound TRACE --workers W [--profile P] [--window N] [--timeout S] [--json]
+  commitsched soundness [--transactions N] [--history-size H ...] [--bug NAME] [--json]
+
+and the `--z3-bound auto|on|off` / `--z3-timeout S` options of `commitsched score`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from commitsched.profiles import PROFILES, get_profile
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}")
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return v
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def cmd_bound(args) -> int:
+    from commitsched.cli import _emit
+    from commitsched.trace import load_trace
+    from . import z3_bound
+    profile = get_profile(args.profile)
+    trace = load_trace(args.trace)
+    regimes = [args.regime] if args.regime else list(z3_bound.REGIMES)
+    results = z3_bound.bounds(trace.txns, profile, args.workers, regimes=regimes,
+                              window=args.window, timeout=args.timeout)
+    if args.json:
+        out = [dict(r.to_json(), workers=args.workers, profile=profile.name,
+                    transactions=len(trace)) for r in results]
+        _emit(json.dumps(out, indent=2) + "\n", args.output)
+        return 0
+    lines = [f"trace {args.trace}: {len(trace)} transactions, W={args.workers}, profile "
+             f"{profile.name}", "",
+             f"{'regime':<9} {'optimal':>12} {'lower bound':>12} {'work/W':>12} {'span':>12} "
+             f"{'exact':>5} {'seconds':>8}  what"]
+    for r in results:
+        lines.append(f"{r.regime:<9} {_fmt(r.optimal):>12} {_fmt(r.lower_bound):>12} "
+                     f"{_fmt(r.work_bound):>12} {_fmt(r.span_bound):>12} "
+                     f"{'yes' if r.exact else 'no':>5} {r.solver_seconds:>8.2f}  {r.kind}")
+    lines += ["", "in_order: commits in source order, a worker held until its transaction "
+                  "commits, dispatch in source order; free: commit when ready, any order. "
+                  "Both: conflicting transactions in source order, never overlapping; one sync "
+                  "per distinct commit instant. Dispatch costs are left out: a lower bound of "
+                  "every correct scheduler's makespan in its regime."]
+    _emit("\n".join(lines) + "\n", args.output)
+    return 0
+
+
+def cmd_soundness(args) -> int:
+    from commitsched.cli import UsageError, _emit
+    from . import z3_soundness as zs
+    sizes = args.history_size or [1, 2, 3]
+    if args.bug:
+        from commitsched.bugs import CATALOGUE
+        unknown = [b for b in args.bug if b not in CATALOGUE]
+        if unknown:
+            raise UsageError(f"unknown bug {', '.join(unknown)}; the catalogue: "
+                             f"{', '.join(CATALOGUE)}")
+        rows = []
+        for bug in args.bug:
+            cex = zs.z3_catches(bug, n=args.transactions, history_sizes=sizes,
+                                timeout=args.timeout)
+            rows.append({"bug": bug, "in_scope": bug in zs.BUG_TARGET,
+                         "counterexample": cex.to_json() if cex else None})
+        if args.json:
+            _emit(json.dumps(rows, indent=2) + "\n", args.output)
+        else:
+            out = []
+            for r in rows:
+                c = r["counterexample"]
+                status = ("not in scope of this check" if not r["in_scope"] else
+                          "NOT caught within the bounds" if c is None else
+                          f"caught: {c['property']} of {c['tracker']} (history_size "
+                          f"{c['history_size']}) fails on {len(c['trace'])} transactions, "
+                          f"{c['violations'][0]}")
+                out.append(f"{r['bug']}: {status}")
+                if c:
+                    out += [f"    {json.dumps(t)}  -> {a}" for t, a in
+                            zip(c["trace"], c["annotation"])]
+            _emit("\n".join(out) + "\n", args.output)
+        return 0
+    results = zs.prove_all(n=args.transactions, history_sizes=sizes, timeout=args.timeout)
+    failed = [r for r in results if not r.proved]
+    if args.json:
+        _emit(json.dumps([{"tracker": r.tracker, "property": r.prop, "history_size":
+                           r.history_size, "transactions": r.n, "clock": r.mode,
+                           "proved": r.proved, "seconds": round(r.seconds, 3),
+                           "counterexample": r.counterexample.to_json()
+                           if r.counterexample else None} for r in results], indent=2) + "\n",
+              args.output)
+    else:
+        out = [f"{r.tracker:<17} {r.prop:<17} H={r.history_size} n<={r.n} clock={r.mode:<5} "
+               f"{'PROVED' if r.proved else 'COUNTEREXAMPLE'} ({r.seconds:.2f} s)"
+               for r in results]
+        for r in failed:
+            out.append(json.dumps(r.counterexample.to_json()))
+        _emit("\n".join(out) + "\n", args.output)
+    return 1 if failed else 0
+
+
+def _add_score_options(sub) -> None:
+    """`--z3-bound` on `score`: the score command of cli.py does not know these options, so the
+    parser's function is wrapped to hand them to `scoring.score_trace` through its settings."""
+    score = sub.choices.get("score")
+    if score is None:
+        return
+    g = score.add_argument_group("z3 bound")
+    g.add_argument("--z3-bound", choices=["auto", "on", "off"], default="auto",
+                   help="score against the exact optimum from z3: auto (default) for traces of "
+                        "at most 12 transactions (in_order: 200), on for any size (slow), off "
+                        "for the heuristic bound only")
+    g.add_argument("--z3-timeout", type=_positive_float, default=10.0, metavar="S",
+                   help="seconds z3 may take per (workers, regime) before the heuristic bound "
+                        "is used (default 10)")
+    inner = score.get_default("func")
+
+    def cmd_score_z3(args):
+        from commitsched import scoring
+        with scoring.z3_settings(args.z3_bound, args.z3_timeout):
+            return inner(args)
+    score.set_defaults(func=cmd_score_z3)
+
+
+def add_subcommands(sub, add_model_options) -> None:
+    b = sub.add_parser("bound", help="the optimal makespan of a trace (z3), the bound every "
+                                     "scheduler is scored against",
+                       description="With z3, the minimum makespan of TRACE on W workers given "
+                                   "the true conflict graph, under the in_order and free commit "
+                                   "regimes; for traces above the window size, a valid lower "
+                                   "bound from consecutive windows, with work/W and span.")
+    b.add_argument("trace")
+    b.add_argument("--workers", type=_positive_int, required=True, metavar="W")
+    b.add_argument("--profile", default="ideal", choices=sorted(PROFILES),
+                   help="cost profile for costs the trace lacks (default: ideal)")
+    b.add_argument("--regime", choices=["in_order", "free"], help="one regime (default: both)")
+    b.add_argument("--window", type=_positive_int, metavar="N",
+                   help="solve exactly up to N transactions, windows of N beyond (default: 200 "
+                        "in_order, 12 free: what solves within a minute here)")
+    b.add_argument("--timeout", type=_positive_float, default=60.0, metavar="S",
+                   help="seconds z3 may take per solve (default 60)")
+    b.add_argument("--json", action="store_true", help="one object per regime")
+    b.add_argument("-o", "--output")
+    b.set_defaults(func=cmd_bound)
+
+    s = sub.add_parser("soundness", help="z3: prove the writeset trackers sound for bounded "
+                                         "traces, or show a catalogue bug's counterexample",
+                       description="Prove TrackerSoundness (writeset, writeset_session) and "
+                                   "SessionOrder (writeset_session) for every trace of up to N "
+                                   "transactions over 4 keys, or with --bug find a trace that "
+                                   "the bug makes violate its property. Exit 1 if a proof fails.")
+    s.add_argument("--transactions", type=_positive_int, default=6, metavar="N")
+    s.add_argument("--history-size", type=_positive_int, action="append", metavar="H",
+                   help="binlog_transaction_dependency_history_size (repeatable; default 1,2,3)")
+    s.add_argument("--bug", action="append", metavar="NAME",
+                   help="a catalogue bug to find a counterexample for (repeatable)")
+    s.add_argument("--timeout", type=_positive_float, default=120.0, metavar="S")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("-o", "--output")
+    s.set_defaults(func=cmd_soundness)
+
+    _add_score_options(sub)
