@@ -168,20 +168,25 @@ def svg(rows: list[dict], title: str) -> str:
     colors = {"conservative": "#1f77b4", "optimistic": "#d62728"}
     pw, ph, ml, mt, mb = 340, 260, 50, 40, 40
     width, height = ml + len(syncs) * (pw + 30), mt + ph + mb + 30
-    ymax = max(max(r["measured_speedup_max"] or 0, r["predicted_speedup"]) for r in rows) * 1.1
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
              f"font-family='sans-serif' font-size='11'>",
              f"<text x='{ml}' y='16' font-size='13'>{title}</text>"]
     for i, s in enumerate(syncs):
         x0 = ml + i * (pw + 30)
+        ymax = max(max(r["measured_speedup_max"] or 0, r["predicted_speedup"])
+                   for r in rows if r["sync"] == s) * 1.1     # each panel its own scale
         X = lambda w: x0 + 20 + (pw - 40) * ws.index(w) / max(1, len(ws) - 1)
         Y = lambda v: mt + ph - ph * v / ymax
         parts.append(f"<rect x='{x0}' y='{mt}' width='{pw}' height='{ph}' fill='none' "
                      f"stroke='#888'/><text x='{x0 + 5}' y='{mt + 14}'>{s}</text>")
-        for k in range(0, int(ymax) + 1, max(1, int(ymax) // 6)):
-            parts.append(f"<line x1='{x0}' x2='{x0 + pw}' y1='{Y(k):.1f}' y2='{Y(k):.1f}' "
-                         f"stroke='#eee'/><text x='{x0 - 4}' y='{Y(k) + 4:.1f}' "
-                         f"text-anchor='end'>{k}</text>")
+        step = next(x for x in (0.25, 0.5, 1, 2, 5, 10, 20) if ymax / x <= 8)
+        for k in range(0, int(ymax / step) + 1):
+            v = k * step
+            parts.append(f"<line x1='{x0}' x2='{x0 + pw}' y1='{Y(v):.1f}' y2='{Y(v):.1f}' "
+                         f"stroke='#eee'/><text x='{x0 - 4}' y='{Y(v) + 4:.1f}' "
+                         f"text-anchor='end'>{v:g}</text>")
+        parts.append(f"<line x1='{x0}' x2='{x0 + pw}' y1='{Y(1):.1f}' y2='{Y(1):.1f}' "
+                     f"stroke='#999' stroke-dasharray='2,2'/>")
         for w in ws:
             parts.append(f"<text x='{X(w):.1f}' y='{mt + ph + 14}' text-anchor='middle'>{w}</text>")
         parts.append(f"<text x='{x0 + pw / 2}' y='{mt + ph + 30}' text-anchor='middle'>"

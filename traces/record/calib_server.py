@@ -205,3 +205,22 @@ class ThreadSampler:
     def new_threads(self, used: dict[int, float]) -> list[float]:
         """CPU of the threads that did not exist at the start, busiest first."""
         return sorted((v for t, v in used.items() if t not in self.start_values), reverse=True)
+
+
+def fsync_probe(directory: str, n: int = 100) -> dict[str, float]:
+    """Latency of `n` append + fdatasync pairs in `directory` (ms): the disk the replica syncs to."""
+    path = os.path.join(directory, "fsync-probe.bin")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    lat = []
+    try:
+        for _ in range(n):
+            os.write(fd, b"x" * 512)
+            t = time.perf_counter()
+            os.fdatasync(fd)
+            lat.append((time.perf_counter() - t) * 1e3)
+    finally:
+        os.close(fd)
+        os.remove(path)
+    lat.sort()
+    return {"n": n, "median_ms": round(lat[n // 2], 3), "p10_ms": round(lat[n // 10], 3),
+            "p90_ms": round(lat[(9 * n) // 10], 3)}

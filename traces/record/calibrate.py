@@ -38,7 +38,7 @@ sys.path.insert(0, HERE)
 
 from record import _import_importers, sysbench_cmd  # noqa: E402
 from calib_server import (CalibServer, ThreadSampler, cpu_shares, find_tools,  # noqa: E402
-                          free_port, loadavg, proc_stat, process_cpu)
+                          free_port, fsync_probe, loadavg, proc_stat, process_cpu)
 
 SYNC_SETTINGS = {  # the replica's durability settings
     "durable": {"sync_binlog": "1", "innodb_flush_log_at_trx_commit": "1"},
@@ -236,8 +236,9 @@ def _write_json(path: str, obj) -> None:
         f.write("\n")
 
 
-def _meta(a, info, stats, t_start, load_start, n_runs, complete: bool) -> dict:
+def _meta(a, info, stats, t_start, load_start, n_runs, complete: bool, probes=None) -> dict:
     return {
+        "fsync_probe": probes or {},
         "measured_by": "traces/record/calibrate.py measure",
         "command": "python traces/record/calibrate.py " + " ".join(sys.argv[1:]),
         "complete": complete,
@@ -276,6 +277,7 @@ def cmd_measure(a) -> int:
 
     t_start = time.time()
     load_start = loadavg()
+    probes = {"start": fsync_probe(root)}
     info = rig.setup()
     paths = info.pop("paths")
     trace_path = os.path.join(a.out, "trace.jsonl.gz")
@@ -289,7 +291,7 @@ def cmd_measure(a) -> int:
         f"(primary: {info['primary_binlog_commits']} commits, "
         f"{info['primary_binlog_group_commits']} group commits)")
 
-    meta = _meta(a, info, stats, t_start, load_start, 0, complete=False)
+    meta = _meta(a, info, stats, t_start, load_start, 0, complete=False, probes=probes)
     _write_json(os.path.join(a.out, "meta.json"), meta)   # rewritten at the end
     cfgs = configs(a.threads_list, a.modes, a.syncs)
     # fit-only runs, never predicted: one worker thread (the driver's CPU = dispatch cost) and
@@ -331,7 +333,8 @@ def cmd_measure(a) -> int:
                 f"retries {row['d_slave_retried_transactions']} checksum "
                 f"{'ok' if row['checksum_ok'] else 'DIFFERENT'}"
                 + ("  (heavy steal: repeated)" if row["repeated"] else ""))
-    meta = _meta(a, info, stats, t_start, load_start, n_runs, complete=True)
+    probes["end"] = fsync_probe(root)
+    meta = _meta(a, info, stats, t_start, load_start, n_runs, complete=True, probes=probes)
     _write_json(os.path.join(a.out, "meta.json"), meta)
     log(f"{n_runs} runs in {meta['total_s']} s; results in {a.out}")
     return 0
