@@ -97,6 +97,7 @@ class Verdict:
     matched: int = 0                    # events the spec took
     event: Event | None = None          # rejected: the first event the spec could not take
     state: dict | None = None           # rejected: the spec state before it
+    why: dict | None = None             # rejected: the guards of its action in that state
     seconds: float = 0.0
 
     def describe(self) -> str:
@@ -114,6 +115,10 @@ class Verdict:
         lines.append("  spec state before it:")
         for name, value in self.state.items():
             lines.append(f"    {name} = {_show(value)}")
+        if self.why:
+            lines.append("  what the action's guards see there:")
+            for name, value in self.why.items():
+                lines.append(f"    {name} = {_show(value)}")
         return "\n".join(lines)
 
 
@@ -242,15 +247,15 @@ def _module_text(name: str, spec: str, schedules: Sequence[Schedule]) -> str:
             + f"\nTracesVal == <<{names}>>\n====\n")
 
 
-def _cfg_text(spec: str, invariant: str, spec_bugs: frozenset[str]) -> str:
+def _cfg_text(spec: str, invariants: str, spec_bugs: frozenset[str]) -> str:
     flags = "\n".join(f"  {f} = {'TRUE' if f in spec_bugs else 'FALSE'}"
                       for f in SPEC_BUG_FLAGS[spec])
     return (f"CONSTANTS\n  Traces <- TracesVal\n{flags}\nINIT Init\nNEXT TraceNext\n"
-            f"INVARIANT {invariant}\n")
+            f"INVARIANTS {invariants}\n")
 
 
 def write_modules(folder: Path, schedules: Sequence[Schedule], *, name: str = "TVRun",
-                  invariant: str = "NotFullyMatched",
+                  invariant: str = "NotFullyMatched Verdict",
                   spec_bugs: frozenset[str] = frozenset()) -> Path:
     """Write the generated module, its cfg and the spec modules it needs into `folder`."""
     spec = schedules[0].spec
@@ -299,6 +304,7 @@ def validate_one(schedule: Schedule, *, spec_bugs: frozenset[str] = frozenset(),
                  timeout: float = DEFAULT_TIMEOUT, jar: str | None = None,
                  keep: Path | None = None) -> Verdict:
     """The canonical check: NotFullyMatched must be violated, and no deadlock before the end.
+    (Verdict, always true, rides along to print what the guards see where it gets stuck.)
     `keep`: a folder to leave the generated module and TLC's output in."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="commitsched-tv-") as tmp:
@@ -317,13 +323,15 @@ def validate_one(schedule: Schedule, *, spec_bugs: frozenset[str] = frozenset(),
     if res.outcome == "pass" and schedule.events[-1].action == "stuck":
         # FreeStep stutters, so no deadlock: the spec cannot get stuck where the simulator did.
         n = len(schedule.events) - 1
-        return Verdict(schedule, False, n, schedule.events[n], None, seconds)
+        return Verdict(schedule, False, n, schedule.events[n], None, seconds=seconds)
     if res.outcome == "deadlock" and res.trace:
         last = res.trace[-1].get("vars", res.trace[-1])
         matched = int(last.get("i", 0))
         event = schedule.events[matched] if matched < len(schedule.events) else None
+        reports = _reports(out)
+        why = reports[1][1][2] if 1 in reports[1] else None
         return Verdict(schedule, False, matched, event, _state_vars(last, schedule.spec),
-                       seconds)
+                       why=why, seconds=seconds)
     raise TraceValidationError(f"TLC: {res.got()}: {res.message or out[-2000:]}")
 
 
@@ -353,6 +361,26 @@ def _value_at(text: str, start: int) -> str:
     raise TraceValidationError("unterminated value in TLC's output")
 
 
+def _reports(out: str) -> tuple[set[int], dict[int, tuple[int, dict, dict | None]]]:
+    """Verdict's prints: the schedules accepted, and per stuck schedule the furthest stuck
+    state (matched events, state, guards)."""
+    accepted: set[int] = set()
+    stuck: dict[int, tuple[int, dict, dict | None]] = {}
+    for m in _REPORT.finditer(out):
+        try:
+            value = parse_value(_value_at(out, m.start()))
+        except TLAValueError as e:
+            raise TraceValidationError(f"cannot read TLC's report: {e}") from None
+        if value[0] == "accepted":
+            accepted.add(value[1])
+        else:
+            k, i, state = value[1], value[2], value[3]
+            why = value[4] if len(value) > 4 else None
+            if k not in stuck or stuck[k][0] < i:
+                stuck[k] = (i, state, why)
+    return accepted, stuck
+
+
 def validate(schedules: Sequence[Schedule], *, spec_bugs: frozenset[str] = frozenset(),
              timeout: float = DEFAULT_TIMEOUT, jar: str | None = None) -> list[Verdict]:
     """Validate many schedules, one TLC run per spec; verdicts in the order given."""
@@ -374,29 +402,18 @@ def validate(schedules: Sequence[Schedule], *, spec_bugs: frozenset[str] = froze
         if res.outcome != "pass":
             raise TraceValidationError(f"TLC: {res.got()}: {res.message}")
         seconds = (time.monotonic() - started) / len(batch)
-        accepted: set[int] = set()
-        stuck: dict[int, tuple[int, dict]] = {}
-        for m in _REPORT.finditer(out):
-            try:
-                value = parse_value(_value_at(out, m.start()))
-            except TLAValueError as e:
-                raise TraceValidationError(f"cannot read TLC's report: {e}") from None
-            if value[0] == "accepted":
-                accepted.add(value[1])
-            else:
-                k, i, state = value[1], value[2], value[3]
-                if k not in stuck or stuck[k][0] < i:
-                    stuck[k] = (i, state)
+        accepted, stuck = _reports(out)
         for k, n in enumerate(idx, 1):
             s = schedules[n]
             if k in accepted:
                 verdicts[n] = Verdict(s, True, len(s.events), seconds=seconds)
             elif k in stuck:
-                i, state = stuck[k]
-                verdicts[n] = Verdict(s, False, i, s.events[i], _state_vars(state, spec), seconds)
+                i, state, why = stuck[k]
+                verdicts[n] = Verdict(s, False, i, s.events[i], _state_vars(state, spec),
+                                      why=why, seconds=seconds)
             elif s.events[-1].action == "stuck":     # see validate_one
                 i = len(s.events) - 1
-                verdicts[n] = Verdict(s, False, i, s.events[i], None, seconds)
+                verdicts[n] = Verdict(s, False, i, s.events[i], None, seconds=seconds)
             else:
                 raise TraceValidationError(f"TLC reported nothing for schedule {k} of {spec}")
     return verdicts  # type: ignore[return-value]

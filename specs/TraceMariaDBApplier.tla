@@ -83,8 +83,25 @@ NotFullyMatched == i < Len(Log)
 
 State == [tstate |-> tstate, gco |-> gco, marked |-> marked, retry |-> retry, lk |-> lk]
 
+\* What the guards of the event's action say in the current state (for the report).
+Why(j, e) ==
+  LET t == e.t
+  IN IF t = 0 THEN [all_committed |-> A(j)!AllCommitted, some_step |-> ENABLED A(j)!ANext]
+     ELSE IF e.a = "dispatch"
+     THEN [tstate |-> tstate[t], slot |-> A(j)!Slot(t),
+           previous_dispatched |-> t = 1 \/ tstate[t - 1] # "queued"]
+     ELSE IF e.a \in {"start", "retry"}
+     THEN [tstate |-> tstate[t], killed |-> retry[t], thread_free |-> A(j)!ThreadFree(t),
+           gco |-> gco[t], gco_released |-> A(j)!GcoReleased(t), speculation_wait |-> specwait[t],
+           previous_committed |-> A(j)!PrevCommitted(t)]
+     ELSE IF e.a = "exec_end"
+     THEN [tstate |-> tstate[t], locks_held_by_others |-> {x \in A(j)!WS(t) : lk[x] \notin {0, t}}]
+     ELSE IF e.a = "commit"
+     THEN [tstate |-> tstate[t], previous_committed |-> A(j)!PrevCommitted(t)]
+     ELSE [tstate |-> tstate[t], waiting_for_it |-> {u \in 1..(t - 1) : A(j)!WaitsFor(u, t)}]
+
 Verdict ==
   IF i = Len(Log) THEN PrintT(<<"accepted", k>>)
   ELSE IF ENABLED TraceNext THEN TRUE
-  ELSE PrintT(<<"stuck", k, i, State>>)
+  ELSE \E j \in {k} : PrintT(<<"stuck", k, i, State, Why(j, Log[i + 1])>>)
 =============================================================================

@@ -81,8 +81,24 @@ NotFullyMatched == i < Len(Log)
 
 State == [tstate |-> tstate, worker |-> worker, db |-> db]
 
+\* What the guards of the event's action say in the current state (for the report).
+Why(j, e) ==
+  LET t == e.t
+  IN IF t = 0 THEN [all_committed |-> A(j)!AllCommitted, some_step |-> ENABLED A(j)!ANext]
+     ELSE IF e.a = "dispatch"
+     THEN [tstate |-> tstate[t], in_order |-> \A u \in 1..(t - 1) : tstate[u] # "queued",
+           lowest_idle_worker |-> \* 0: none idle
+             IF \E w \in 1..Traces[j].workers : A(j)!LowestIdle(w)
+             THEN CHOOSE w \in 1..Traces[j].workers : A(j)!LowestIdle(w) ELSE 0,
+           within_window |-> t <= A(j)!Prefix + Traces[j].cg, committed_prefix |-> A(j)!Prefix,
+           barrier |-> A(j)!Barrier(t), last_committed |-> Traces[j].lc[t], lwm |-> A(j)!Lwm(t)]
+     ELSE IF e.a = "commit"
+     THEN [tstate |-> tstate[t], committed_prefix |-> A(j)!Prefix,
+           commit_order_enforced |-> A(j)!EnforceOrder]
+     ELSE [tstate |-> tstate[t]]
+
 Verdict ==
   IF i = Len(Log) THEN PrintT(<<"accepted", k>>)
   ELSE IF ENABLED TraceNext THEN TRUE
-  ELSE PrintT(<<"stuck", k, i, State>>)
+  ELSE \E j \in {k} : PrintT(<<"stuck", k, i, State, Why(j, Log[i + 1])>>)
 =============================================================================

@@ -134,7 +134,7 @@ def test_generated_module_lists_the_log(tmp_path):
     assert "EXTENDS TraceMySQLApplier" in text and "Schedule1 ==" in text
     assert text.count("[a |-> ") == len(s.events)
     cfg = (tmp_path / "TVRun.cfg").read_text()
-    assert "INVARIANT NotFullyMatched" in cfg and "lwm_off_by_one = FALSE" in cfg
+    assert "INVARIANTS NotFullyMatched Verdict" in cfg and "lwm_off_by_one = FALSE" in cfg
     assert (tmp_path / "MySQLApplier.tla").is_file()
 
 
