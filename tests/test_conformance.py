@@ -248,3 +248,16 @@ def test_cli_validate_schedule_usage_errors(capsys):
     assert cli_main(["validate-schedule", path, "--scheduler", "commit_order+mysql",
                      "--workers", "2", "--spec-bug", "gco_start_on_exec"]) == 2
     assert "not a flag of MySQLApplier" in capsys.readouterr().err
+
+
+@needs_tlc
+def test_optimistic_kills_are_spec_behaviours():
+    """Few keys and no DDL: the optimistic applier kills and retries often; each kill must be a
+    spec Kill (an earlier executing transaction waits for the victim's lock)."""
+    cases = draw(st.tuples(traces(max_size=8, min_size=3, keys=2, ddl=False, sessions=8),
+                           st.integers(2, 4), st.sampled_from(PROFILES)), BUDGET)
+    pairs = schedules("commit_id+mariadb_optimistic", cases)
+    kills = sum(1 for _, s in pairs for e in s.events if e.action == "kill")
+    assert kills >= 10, f"only {kills} kills: the test does not exercise Kill/Retry"
+    bad = rejections(pairs)
+    assert not bad, explain(bad)
