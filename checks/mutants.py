@@ -12,8 +12,9 @@ For every entry, independently:
   batch of further drawn cases, checked against the *correct* applier spec; caught when one
   is rejected. Applies to applier bugs only: a tracker bug changes the annotation, which the
   applier spec takes as input, so the correct applier replays it faithfully (null otherwise).
-- `z3`: `commitsched.checks.z3_soundness.z3_catches(bug)` when that module exists (it says
-  True/False, or None where it does not apply); null when absent.
+- `z3`: `commitsched.checks.z3_soundness.z3_catches(bug)` when that module exists: caught when
+  it returns a counterexample; applies to the bugs of its BUG_TARGET (the WRITESET trackers),
+  null for the others and when the module is absent.
 An entry *escapes* a column that applies to it and did not catch it.
 """
 from __future__ import annotations
@@ -84,6 +85,7 @@ class Row:
     trace_validation: bool | None = None
     trace_validation_detail: str = ""
     z3: bool | None = None
+    z3_detail: str = ""
     counterexample_txns: int | None = None
     counterexample_workers: int | None = None
     seconds: float = 0.0
@@ -99,17 +101,31 @@ class Row:
                 "counterexample_workers": self.counterexample_workers,
                 "applies": list(self.applies), "escapes": self.escapes(),
                 "details": {"tlc": self.tlc_detail, "properties": self.properties_detail,
-                            "trace_validation": self.trace_validation_detail},
+                            "trace_validation": self.trace_validation_detail,
+                            "z3": self.z3_detail},
                 "seconds": round(self.seconds, 1)}
 
 
-def z3_hook() -> Callable[[str], bool | None] | None:
-    """The z3 column: `commitsched.checks.z3_soundness.z3_catches(bug)` if it exists."""
+def z3_hook() -> Callable[[str], tuple[bool | None, str]] | None:
+    """The z3 column from `commitsched.checks.z3_soundness.z3_catches(bug)` (a counterexample
+    or None) if that module exists: (caught, detail), caught None where the bug is outside
+    its check (not in its BUG_TARGET)."""
     try:
-        from .z3_soundness import z3_catches
-    except ImportError:
+        from . import z3_soundness
+        catches = z3_soundness.z3_catches
+    except (ImportError, AttributeError):
         return None
-    return z3_catches
+    targets = getattr(z3_soundness, "BUG_TARGET", None)
+
+    def column(bug: str) -> tuple[bool | None, str]:
+        if targets is not None and bug not in targets:
+            return None, "outside the z3 check"
+        got = catches(bug)
+        if isinstance(got, bool) or got is None:
+            return got, "" if got else "no counterexample within z3's bounds"
+        rows = getattr(got, "rows", None)
+        return True, f"{len(rows)} transactions" if rows is not None else "counterexample"
+    return column
 
 
 # ------------------------------------------------------------------ TLC
@@ -297,7 +313,8 @@ def run(*, only: list[str] | None = None, examples: int | None = None,
             row.trace_validation, row.trace_validation_detail = trace_validation_column(
                 name, search, cex)
         if z3 is not None:
-            row.z3 = z3(name)
+            progress(f"[{n}/{len(names)}] {name}: z3")
+            row.z3, row.z3_detail = z3(name)
             if row.z3 is not None:
                 row.applies += ("z3",)
         row.seconds = time.monotonic() - started
@@ -323,10 +340,9 @@ def table(rows: list[Row]) -> str:
                     f"{r.seconds:.0f}s"])
     widths = [max(len(row[i]) for row in out) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in out]
-    caught = {c: sum(1 for r in rows if getattr(r, c) is True)
-              for c in ("tlc", "properties", "trace_validation")}
-    applies = {c: sum(1 for r in rows if c in r.applies)
-               for c in ("tlc", "properties", "trace_validation")}
+    cols = ("tlc", "properties", "trace_validation") + (("z3",) if z3_shown else ())
+    caught = {c: sum(1 for r in rows if getattr(r, c) is True) for c in cols}
+    applies = {c: sum(1 for r in rows if c in r.applies) for c in cols}
     lines.append("caught: " + ", ".join(f"{c} {caught[c]}/{applies[c]}" for c in caught)
                  + f"; {sum(r.seconds for r in rows):.0f}s in all")
     for r in rows:
