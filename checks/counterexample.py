@@ -77,6 +77,10 @@ def _diff(path: str, old: Any, new: Any) -> list[tuple[str, Any]]:
     whole of `tstate`. Paths use TLA+ notation (r.f, f[k], s[i])."""
     if value_key(old) == value_key(new):
         return []
+    if (isinstance(old, list) and isinstance(new, list) and len(old) < len(new)
+            and value_key(new[:len(old)]) == value_key(old)):
+        # Append: name only the new elements (`txn[2] = ...`).
+        return [(f"{path}[{i}]", new[i - 1]) for i in range(len(old) + 1, len(new) + 1)]
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         parts = [(f"{path}[{i}]", o, n) for i, (o, n) in enumerate(zip(old, new), 1)]
     elif (isinstance(old, dict) and isinstance(new, dict) and set(old) == set(new)

@@ -531,3 +531,11 @@ def test_relative_jar_and_out_paths(tmp_path, monkeypatch, capsys):
                      "--only", "ToyValues_bounded_bug"])
     assert code == 0, capsys.readouterr().out
     assert (tmp_path / "build" / "tlc" / "ToyValues_bounded_bug.cex.json").is_file()
+
+
+def test_diff_names_appended_elements():
+    diff = counterexample._diff
+    assert diff("log", [0, 1], [0, 1, 2]) == [("log[3]", 2)]
+    assert diff("log", [], [5, 6]) == [("log[1]", 5), ("log[2]", 6)]
+    assert diff("log", [0, 1], [1, 1, 2]) == [("log", [1, 1, 2])]  # not an append
+    assert diff("log", [0, 1, 2], [0, 1]) == [("log", [0, 1])]
