@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 
 from .profiles import Profile
 from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, EventLog, SimulationError,
-                      TxnRun, account_commit_wait)
+                      TxnRun, account_commit_wait, start_work, work_done)
 
 READY = 1
 SYNC_END, GROUP_START = CommitStage.SYNC_END, CommitStage.GROUP_START
@@ -115,16 +115,10 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
             run.worker = heapq.heappop(free)
             run.dispatch = coord_t
             coord_t += dispatch_cost
-            run.start = coord_t
+            start_work(run, coord_t, cpus, heap, counter, READY)
             if log is not None:
                 log("dispatch", run.seq, run.dispatch, run.worker + 1)
                 log("start", run.seq, run.start, None)
-            if cpus is None:
-                run.exec_end = coord_t + run.exec
-                run.ready = run.exec_end + run.commit_cost
-                push(heap, (run.ready, next(counter), READY, run))
-            else:
-                cpus.execute(run, coord_t, run.exec + run.commit_cost, READY, run)
             gaq.append(run)
             dispatched += 1
             advance()
@@ -136,10 +130,7 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
             break
         t, _, kind, payload = pop(heap)
         if kind == READY:
-            if cpus is not None:
-                cpus.release(payload, t)
-                payload.ready = t
-                payload.exec_end = t - payload.commit_cost
+            work_done(payload, t, cpus)
             if log is not None:
                 log("exec_end", payload.seq, payload.exec_end, None)
             stage.add(payload, t)
@@ -238,13 +229,7 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
             return
         run = queues[w][0]
         busy[w] = True
-        run.start = now
-        if cpus is None:
-            run.exec_end = now + run.exec
-            run.ready = run.exec_end + run.commit_cost
-            push(heap, (run.ready, next(counter), READY, run))
-        else:
-            cpus.execute(run, now, run.exec + run.commit_cost, READY, run)
+        start_work(run, now, cpus, heap, counter, READY)
 
     advance()
     while True:
@@ -277,10 +262,7 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
             break
         t, _, kind, payload = pop(heap)
         if kind == READY:
-            if cpus is not None:
-                cpus.release(payload, t)
-                payload.ready = t
-                payload.exec_end = t - payload.commit_cost
+            work_done(payload, t, cpus)
             stage.add(payload, t)
         elif kind == GROUP_START:
             stage.group_start(t)

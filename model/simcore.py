@@ -191,3 +191,24 @@ class CpuPool:
             heapq.heappush(self.heap, (now + duration, next(self.counter), kind, payload))
         else:
             self.free += 1
+
+
+def start_work(run: TxnRun, now: float, cpus: CpuPool | None, heap: list, counter,
+               kind: int) -> None:
+    """`run` starts: its execution and its own commit step run on its worker (on a core when
+    cores are modelled); event `kind` fires when it is ready to commit (then `work_done`)."""
+    run.start = now
+    if cpus is None:
+        run.exec_end = now + run.exec
+        run.ready = run.exec_end + run.commit_cost
+        heapq.heappush(heap, (run.ready, next(counter), kind, run))
+    else:
+        cpus.execute(run, now, run.exec + run.commit_cost, kind, run)
+
+
+def work_done(run: TxnRun, now: float, cpus: CpuPool | None) -> None:
+    """The event of `start_work` fired: with cores modelled, the times are known only now."""
+    if cpus is not None:
+        cpus.release(run, now)
+        run.ready = now
+        run.exec_end = now - run.commit_cost
