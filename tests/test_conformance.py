@@ -261,3 +261,19 @@ def test_optimistic_kills_are_spec_behaviours():
     assert kills >= 10, f"only {kills} kills: the test does not exercise Kill/Retry"
     bad = rejections(pairs)
     assert not bad, explain(bad)
+
+
+@needs_tlc
+@pytest.mark.xfail(strict=True, reason=(
+    "known divergence in how rotation_ignored is modelled: the simulator keeps lwm as the "
+    "maximum sequence_number of every released GAQ head, across files and never reset; "
+    "MySQLApplier.tla takes EffSeq(committed prefix's end) without the same-file check, which "
+    "drops back to the new file's small numbers once its first transaction commits, so the "
+    "simulator dispatches some transactions the flagged spec still holds back"))
+def test_rotation_ignored_conforms_to_the_flagged_spec():
+    shape = dict(DML, rotations=True)
+    cases = draw(st.tuples(traces(max_size=8, min_size=3, **shape), st.integers(2, 4),
+                           st.sampled_from(PROFILES)), 80)
+    pairs = schedules("commit_order+mysql", cases, bugs=frozenset({"rotation_ignored"}))
+    assert rejections(pairs), "the correct spec accepted every flagged schedule"
+    assert not rejections(pairs, spec_bugs=frozenset({"rotation_ignored"}))
