@@ -29,9 +29,9 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from .tla_values import TLAValueError, format_value, parse_value
 from .tlc import SetupError, find_jar, find_java
