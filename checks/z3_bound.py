@@ -39,6 +39,8 @@ work/W and the span, and the larger of them is the figure to use.
 """
 from __future__ import annotations
 
+import itertools
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
@@ -129,7 +131,7 @@ def _predecessors(p: Problem) -> list[list[int]]:
     return preds
 
 
-def _encode(p: Problem, workers: int, regime: str):
+def _encode(p: Problem, workers: int, regime: str, capacity: str = "auto"):
     """Variables and constraints of one regime's model; returns (constraints, S, C, makespan).
 
     Conflicting transactions keep source order in both regimes (C_i <= S_j for i < j): the
@@ -164,6 +166,21 @@ def _encode(p: Problem, workers: int, regime: str):
                     cs.append(z3.Or(C[i] == C[j], C[j] >= C[i] + _q(s), C[i] >= C[j] + _q(s)))
     if workers < n:
         cs.append(M * workers >= _q(sum(length, Fraction(0))))   # redundant: occupancy >= work
+        free_pairs = [(i, j) for j in range(n) for i in range(j)
+                      if i not in before[j]]
+        if capacity == "cliques" or (capacity == "auto"
+                                     and math.comb(n, workers + 1) <= _CLIQUE_LIMIT):
+            # Few subsets of W + 1: intervals that pairwise overlap share an instant (Helly),
+            # so "no W + 1 of them pairwise overlap" is the capacity, and propagates better.
+            ov = {}
+            for i, j in free_pairs:
+                ov[i, j] = z3.Bool(f"ov{i}_{j}")
+                cs.append(ov[i, j] == z3.And(S[i] < C[j], S[j] < C[i]))
+            for sub in itertools.combinations(range(n), workers + 1):
+                pairs = [ov.get((a, b)) for a, b in itertools.combinations(sub, 2)]
+                if all(x is not None for x in pairs):
+                    cs.append(z3.Not(z3.And(pairs)))
+            return cs, S, C, M
         for j in range(n):
             # Transactions that may be active at S_j: j itself and those not ordered with it.
             terms = [z3.If(z3.And(S[i] <= S[j], S[j] < C[i]), 1, 0) for i in range(n)
@@ -208,7 +225,7 @@ def relaxed_bound(p: Problem, workers: int, regime: str) -> Fraction:
 
 
 def solve(p: Problem, workers: int, regime: str, *, timeout: float = DEFAULT_TIMEOUT,
-          lower: Fraction = Fraction(0)) -> Solution:
+          lower: Fraction = Fraction(0), capacity: str = "auto") -> Solution:
     """The minimum makespan of `p` on `workers` under `regime`: status "optimal" with the exact
     value, or "timeout" (z3 did not finish within `timeout` seconds in all) with `lower`, a
     lower bound z3 proved, and `makespan` the best schedule found.
@@ -216,7 +233,9 @@ def solve(p: Problem, workers: int, regime: str, *, timeout: float = DEFAULT_TIM
     Bisection on the makespan with one incremental solver: "is there a schedule with makespan
     < m?"; unsat proves m a lower bound, sat gives a schedule. It ends when a schedule's makespan
     equals the proved bound. `lower` must be a valid lower bound (e.g. the heuristic one); the
-    serial schedule, feasible in both regimes, is the first upper bound."""
+    serial schedule, feasible in both regimes, is the first upper bound. `capacity` (free
+    regime): how "at most W at once" is encoded: "cliques" (no W + 1 pairwise overlapping,
+    fast while C(n, W + 1) is small), "cumulative" (a count at every start), "auto"."""
     if regime not in REGIMES:
         raise BoundError(f"unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
     if workers < 1:
@@ -225,7 +244,9 @@ def solve(p: Problem, workers: int, regime: str, *, timeout: float = DEFAULT_TIM
     deadline = started + timeout
     if p.n == 0:
         return Solution("optimal", Fraction(0), Fraction(0))
-    cs, S, C, M = _encode(p, workers, regime)
+    if capacity not in ("auto", "cliques", "cumulative"):
+        raise BoundError(f"unknown capacity encoding {capacity!r}")
+    cs, S, C, M = _encode(p, workers, regime, capacity)
     solver = z3.Solver()
     solver.add(*cs)
     lo = max(Fraction(lower), relaxed_bound(p, workers, regime))
@@ -259,6 +280,7 @@ def solve(p: Problem, workers: int, regime: str, *, timeout: float = DEFAULT_TIM
 
 
 _CLOSE = Fraction(1, 10**4)
+_CLIQUE_LIMIT = 20000
 
 
 def _tighten(p: Problem, workers: int, regime: str, start: list[Fraction],

@@ -122,12 +122,13 @@ def feasible(p: zb.Problem, workers: int, regime: str, sol: zb.Solution) -> list
     return bad
 
 
-@settings(max_examples=60)
-@given(tiny(), st.integers(1, 3), st.integers(0, 2), st.sampled_from(zb.REGIMES))
-def test_z3_agrees_with_brute_force(txns, workers, sync, regime):
+@settings(max_examples=100)
+@given(tiny(), st.integers(1, 3), st.integers(0, 2), st.sampled_from(zb.REGIMES),
+       st.sampled_from(["cliques", "cumulative"]))
+def test_z3_agrees_with_brute_force(txns, workers, sync, regime, capacity):
     profile = _profile(sync)
     p = zb.make_problem(txns, profile)
-    sol = zb.solve(p, workers, regime, timeout=60)
+    sol = zb.solve(p, workers, regime, timeout=60, capacity=capacity)
     assert sol.status == "optimal"
     assert not feasible(p, workers, regime, sol)
     assert sol.makespan == brute_force(txns, profile, workers, regime)
