@@ -73,7 +73,7 @@ def main(argv=None) -> int:
         if a.cores:
             par = replace(par, cores=a.cores)
         if a.coordination:
-            par = replace(par, exec_default=par.exec_default + coord)
+            par = replace(par, exec_default=par.exec_default + max(0.0, coord))
         for mode in ("conservative", "optimistic"):
             for w in (2, 4, 8, 16):
                 meas = [serial[(sync, r["round"])] / float(r["apply_s"]) for r in runs
