@@ -14,7 +14,7 @@ PROFILE ?= durable
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
 .PHONY: setup python-deps java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
-        score bench record clean help
+        score bench mutants record clean help
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz); idempotent"
@@ -25,6 +25,7 @@ help:
 	@echo "make tlc        model-check every model of specs/models.json"
 	@echo "make score TRACE=... [WORKERS=1,2,4,8] [PROFILE=durable]"
 	@echo "make bench      the 1,000,000-transaction benchmark"
+	@echo "make mutants    every catalogue bug against TLC, the properties, trace validation, z3"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 
 setup: python-deps java tlc-jar graphviz
@@ -79,6 +80,10 @@ score:
 
 bench:
 	$(PY) -m commitsched.bench
+
+# The bug catalogue on every side: TLC (*_bug.cfg), hypothesis properties, trace validation, z3.
+mutants: $(TLC_JAR)
+	$(CLI) mutants
 
 # Re-record bundled traces with a private MariaDB + sysbench (traces/record/README.md):
 # make record WORKLOAD=<name in traces/record/record_all.sh>, or WORKLOAD=all

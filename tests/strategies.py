@@ -77,7 +77,8 @@ def _annotate_clock(draw, rows: list[dict]) -> None:
         sn += 1
         floor = 0
         for prev in file_rows:
-            if _conflict(prev, row) or prev.get("session") == row.get("session") or prev.get("fk_parent") or row.get("fk_parent"):
+            same_session = row.get("session") is not None and prev.get("session") == row["session"]
+            if _conflict(prev, row) or same_session or prev.get("fk_parent") or row.get("fk_parent"):
                 floor = prev["sequence_number"]
         lc = 0 if sn == 1 else draw(st.integers(floor, sn - 1))
         row["last_committed"], row["sequence_number"] = lc, sn
