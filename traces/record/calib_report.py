@@ -202,7 +202,8 @@ def svg(rows: list[dict], title: str) -> str:
                              f"stroke-dasharray='4,3'/>")
             for r in pts:
                 x = X(r["threads"]) + dx
-                parts.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{Y(r['measured_speedup_min']):.1f}'"
+                parts.append(f"<line x1='{x:.1f}' x2='{x:.1f}' "
+                             f"y1='{Y(r['measured_speedup_min']):.1f}'"
                              f" y2='{Y(r['measured_speedup_max']):.1f}' stroke='{col}' "
                              f"stroke-width='2'/><circle cx='{x:.1f}' "
                              f"cy='{Y(r['measured_speedup_median']):.1f}' r='3.5' fill='{col}'/>"

@@ -208,7 +208,7 @@ class ThreadSampler:
 
 
 def fsync_probe(directory: str, n: int = 100) -> dict[str, float]:
-    """Latency of `n` append + fdatasync pairs in `directory` (ms): the disk the replica syncs to."""
+    """Latency (ms) of `n` append + fdatasync pairs in `directory`: the replica's disk."""
     path = os.path.join(directory, "fsync-probe.bin")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     lat = []

@@ -6,7 +6,8 @@ nothing here is fitted on the parallel timings, and nothing is written into the 
     python traces/record/calib_whatif.py traces/calibration/NAME               # the model as is
     python traces/record/calib_whatif.py traces/calibration/NAME --cores 1 --coordination
     # the shared-device-flush proposal, on a scratch copy of the model:
-    mkdir -p /tmp/x && cp -r model /tmp/x/ && patch -d /tmp/x -p1 < traces/calibration/proposed_device_flush.patch
+    mkdir -p /tmp/x && cp -r model /tmp/x/ \
+        && patch -d /tmp/x -p1 < traces/calibration/proposed_device_flush.patch
     python traces/record/calib_whatif.py traces/calibration/NAME --model /tmp/x/model --device-flush
 
 --cores N: the replica's effective cores; --coordination: the 1-thread fit run's extra CPU per

@@ -54,7 +54,8 @@ COUNTERS = ("slave_retried_transactions", "binlog_commits", "binlog_group_commit
             "com_commit", "handler_commit", "handler_update", "handler_write", "handler_delete")
 RUN_FIELDS = ("round", "order", "purpose", "sync", "mode", "threads", "apply_s", "steal",
               "iowait", "host_busy", "load_before", "load_after", "replica_cpu_s",
-              "new_thread_cpu_s", "repeated", "checksum_ok", "started_utc") + tuple("d_" + c for c in COUNTERS)
+              "new_thread_cpu_s", "repeated", "checksum_ok", "started_utc"
+              ) + tuple("d_" + c for c in COUNTERS)
 BASE_SETTINGS = {"binlog_format": "ROW", "binlog_row_image": "FULL",
                  "binlog_row_metadata": "FULL", "innodb_buffer_pool_size": "268435456",
                  "innodb_log_file_size": "50331648", "max_connections": "300"}
@@ -188,7 +189,8 @@ class Rig:
                     and int(ss.get("Read_Master_Log_Pos", 0)) >= self.until_end):
                 break
             if time.time() > deadline or ss.get("Last_IO_Error"):
-                raise SystemExit("calibrate: relay log fetch failed: " + ss.get("Last_IO_Error", ""))
+                raise SystemExit("calibrate: relay log fetch failed: "
+                                 + ss.get("Last_IO_Error", ""))
             time.sleep(0.2)
         R.sql("STOP SLAVE IO_THREAD")
         c0 = R.status()
@@ -374,7 +376,8 @@ def main(argv=None) -> int:
                 os.path.dirname(os.path.dirname(HERE)), "model", "profiles_fitted.json"),
                 help="fitted profiles file to write (merged by name)")
         else:
-            q.add_argument("--profiles", help="fitted profiles file (default: the folder's fit.json)")
+            q.add_argument("--profiles",
+                           help="fitted profiles file (default: the folder's fit.json)")
             q.add_argument("--doc", help="also write the Markdown table here")
     a = p.parse_args(argv)
     a.events = getattr(a, "events", 0)
