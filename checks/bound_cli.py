@@ -45,8 +45,13 @@ def cmd_bound(args) -> int:
     profile = get_profile(args.profile)
     trace = load_trace(args.trace)
     regimes = [args.regime] if args.regime else list(z3_bound.REGIMES)
-    results = z3_bound.bounds(trace.txns, profile, args.workers, regimes=regimes,
-                              window=args.window, timeout=args.timeout)
+    try:
+        results = z3_bound.bounds(trace.txns, profile, args.workers, regimes=regimes,
+                                  window=args.window, timeout=args.timeout,
+                                  budget=args.budget)
+    except z3_bound.BoundError as e:
+        from commitsched.cli import UsageError
+        raise UsageError(str(e)) from None
     if args.json:
         out = [dict(r.to_json(), workers=args.workers, profile=profile.name,
                     transactions=len(trace)) for r in results]
@@ -161,6 +166,9 @@ def add_subcommands(sub, add_model_options) -> None:
                         "in_order, 12 free: what solves within a minute here)")
     b.add_argument("--timeout", type=_positive_float, default=60.0, metavar="S",
                    help="seconds z3 may take per solve (default 60)")
+    b.add_argument("--budget", type=_positive_float, metavar="S",
+                   help="long traces: seconds for all windows of a regime (default 5 x timeout); "
+                        "windows not reached count by the heuristic bound")
     b.add_argument("--json", action="store_true", help="one object per regime")
     b.add_argument("-o", "--output")
     b.set_defaults(func=cmd_bound)
