@@ -273,3 +273,16 @@ def test_score_uses_the_exact_bound_when_small(capsys):
     assert not r["bound"]["exact"] and r["bound"]["kind"].startswith("heuristic")
     code, out, _ = run(capsys, "score", S14, "--workers", "4", "--profile", "durable")
     assert "bound*: the exact optimum from z3" in out
+
+
+@settings(max_examples=60)
+@given(traces(max_size=10), st.integers(1, 4), st.sampled_from(zb.REGIMES),
+       st.sampled_from(["ideal", "durable"]))
+def test_streamed_relaxed_bound_matches_the_matrix_one(trace, workers, regime, profile_name):
+    """The long-trace bound (one pass, keys' last writers) equals the one computed from the
+    conflict matrix, and stays below the optimum."""
+    profile = get_profile(profile_name)
+    p = zb.make_problem(trace.txns, profile)
+    streamed = zb.relaxed_bound_stream(trace.txns, profile, workers, regime)
+    assert streamed == zb.relaxed_bound(p, workers, regime)
+    assert streamed <= zb.solve(p, workers, regime).makespan
