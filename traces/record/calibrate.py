@@ -38,7 +38,8 @@ sys.path.insert(0, HERE)
 
 from record import _import_importers, sysbench_cmd  # noqa: E402
 from calib_server import (CalibServer, ThreadSampler, cpu_shares, find_tools,  # noqa: E402
-                          free_port, fsync_probe, loadavg, proc_stat, process_cpu)
+                          free_port, fsync_pattern_probe, fsync_probe, loadavg, proc_stat,
+                          process_cpu)
 
 SYNC_SETTINGS = {  # the replica's durability settings
     "durable": {"sync_binlog": "1", "innodb_flush_log_at_trx_commit": "1"},
@@ -279,7 +280,7 @@ def cmd_measure(a) -> int:
 
     t_start = time.time()
     load_start = loadavg()
-    probes = {"start": fsync_probe(root)}
+    probes = {"start": fsync_probe(root), "start_patterns": fsync_pattern_probe(root)}
     info = rig.setup()
     paths = info.pop("paths")
     trace_path = os.path.join(a.out, "trace.jsonl.gz")
@@ -336,6 +337,7 @@ def cmd_measure(a) -> int:
                 f"{'ok' if row['checksum_ok'] else 'DIFFERENT'}"
                 + ("  (heavy steal: repeated)" if row["repeated"] else ""))
     probes["end"] = fsync_probe(root)
+    probes["end_patterns"] = fsync_pattern_probe(root)
     meta = _meta(a, info, stats, t_start, load_start, n_runs, complete=True, probes=probes)
     _write_json(os.path.join(a.out, "meta.json"), meta)
     log(f"{n_runs} runs in {meta['total_s']} s; results in {a.out}")
