@@ -138,6 +138,8 @@ def test_calibration_pipeline_end_to_end(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     meta = json.loads((out / "meta.json").read_text())
     assert meta["complete"] and meta["trace"]["transactions"] == 300
+    assert meta["fsync_probe"]["start"]["n"] == 100 and "16 threads" in meta["fsync_probe"][
+        "end_patterns"]
     rows = list(csv.DictReader(open(out / "runs.csv")))
     # 2 sync settings x (serial, 2 threads) + 3 fit runs, at least
     assert len(rows) >= 7
