@@ -133,10 +133,12 @@ def _add_score_options(sub) -> None:
     if score is None:
         return
     g = score.add_argument_group("z3 bound")
+    from commitsched.scoring import Z3_AUTO_LIMIT
     g.add_argument("--z3-bound", choices=["auto", "on", "off"], default="auto",
-                   help="score against the exact optimum from z3: auto (default) for traces of "
-                        "at most 12 transactions (in_order: 200), on for any size (slow), off "
-                        "for the heuristic bound only")
+                   help=f"score against the exact optimum from z3: auto (default) for traces of "
+                        f"at most {Z3_AUTO_LIMIT['in_order']} transactions for schedulers that "
+                        f"commit in order, {Z3_AUTO_LIMIT['free']} for the others; on for any "
+                        f"size (windows beyond, slow); off for the heuristic bound only")
     g.add_argument("--z3-timeout", type=_positive_float, default=10.0, metavar="S",
                    help="seconds z3 may take per (workers, regime) before the heuristic bound "
                         "is used (default 10)")
