@@ -2,8 +2,6 @@
 
   commitsched bound TRACE --workers W [--profile P] [--window N] [--timeout S] [--json]
   commitsched soundness [--transactions N] [--history-size H ...] [--bug NAME] [--json]
-
-and the `--z3-bound auto|on|off` / `--z3-timeout S` options of `commitsched score`.
 """
 from __future__ import annotations
 
@@ -11,27 +9,8 @@ import argparse
 import json
 import sys
 
+from commitsched.cli import _positive_float, _positive_int
 from commitsched.profiles import PROFILES, get_profile
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}")
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return v
 
 
 def _fmt(v) -> str:
@@ -126,31 +105,6 @@ def cmd_soundness(args) -> int:
     return 1 if failed else 0
 
 
-def _add_score_options(sub) -> None:
-    """`--z3-bound` on `score`: the score command of cli.py does not know these options, so the
-    parser's function is wrapped to hand them to `scoring.score_trace` through its settings."""
-    score = sub.choices.get("score")
-    if score is None:
-        return
-    g = score.add_argument_group("z3 bound")
-    from commitsched.scoring import Z3_AUTO_LIMIT
-    g.add_argument("--z3-bound", choices=["auto", "on", "off"], default="auto",
-                   help=f"score against the exact optimum from z3: auto (default) for traces of "
-                        f"at most {Z3_AUTO_LIMIT['in_order']} transactions for schedulers that "
-                        f"commit in order, {Z3_AUTO_LIMIT['free']} for the others; on for any "
-                        f"size (windows beyond, slow); off for the heuristic bound only")
-    g.add_argument("--z3-timeout", type=_positive_float, default=10.0, metavar="S",
-                   help="seconds z3 may take per (workers, regime) before the heuristic bound "
-                        "is used (default 10)")
-    inner = score.get_default("func")
-
-    def cmd_score_z3(args):
-        from commitsched import scoring
-        with scoring.z3_settings(args.z3_bound, args.z3_timeout):
-            return inner(args)
-    score.set_defaults(func=cmd_score_z3)
-
-
 def add_subcommands(sub, add_model_options) -> None:
     b = sub.add_parser("bound", help="the optimal makespan of a trace (z3), the bound every "
                                      "scheduler is scored against",
@@ -191,4 +145,3 @@ def add_subcommands(sub, add_model_options) -> None:
     s.add_argument("-o", "--output")
     s.set_defaults(func=cmd_soundness)
 
-    _add_score_options(sub)

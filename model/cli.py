@@ -16,6 +16,7 @@ from typing import Sequence
 
 from . import __version__
 from .profiles import PROFILES, ProfileError, get_profile
+from .scoring import Z3_AUTO_LIMIT
 from .trace import TraceError, iter_trace, load_trace, write_trace
 
 # Modules that add subcommands: each has `add_subcommands(subparsers, add_model_options)` and
@@ -51,6 +52,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     if v < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return v
 
 
@@ -172,7 +183,8 @@ def cmd_score(args) -> int:
     results = score_trace(trace, args.scheduler, args.workers, profile, bugs=bugs,
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), progress=progress,
-                          skip_unfit=not args.scheduler_given)
+                          skip_unfit=not args.scheduler_given, z3_bound=args.z3_bound,
+                          z3_timeout=args.z3_timeout)
     progress.done()
     if args.json:
         _emit(json.dumps(results, indent=2) + "\n", args.output)
@@ -342,6 +354,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="one JSON object per (scheduler, workers)")
     s.add_argument("-o", "--output", help="write to this file instead of standard output")
     s.add_argument("--quiet", action="store_true", help="no progress line")
+    s.add_argument("--z3-bound", choices=["auto", "on", "off"], default="auto",
+                   help=f"score against the exact optimum from z3 (checks/z3_bound.py): auto "
+                        f"(default) for traces of at most {Z3_AUTO_LIMIT['in_order']} "
+                        f"transactions for schedulers that commit in order, "
+                        f"{Z3_AUTO_LIMIT['free']} for the others; on for any size; off for the "
+                        f"heuristic bound only")
+    s.add_argument("--z3-timeout", type=_positive_float, default=10.0, metavar="S",
+                   help="seconds z3 may take per (workers, regime) before the heuristic bound "
+                        "is used (default 10)")
     _add_model_options(s)
     s.set_defaults(func=cmd_score)
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-from contextlib import contextmanager
 from typing import Callable, Sequence
 
 from .metrics import RunMetrics, bound_for, heuristic_bounds
@@ -24,20 +23,6 @@ def _commits_in_order(sched, applier_options: dict) -> bool:
 # traces up to these sizes, where z3 usually finishes within the time cap (measured: in_order
 # 200 transactions at W=8 in ~4-7 s; free 10 in ~0.1-17 s); "on": any size, "off": never.
 Z3_AUTO_LIMIT = {"in_order": 100, "free": 10}
-_Z3 = {"mode": "auto", "timeout": 10.0}
-
-
-@contextmanager
-def z3_settings(mode: str, timeout: float):
-    """The z3 bound settings `score_trace` uses by default (the CLI's --z3-bound)."""
-    saved = dict(_Z3)
-    _Z3.update(mode=mode, timeout=timeout)
-    try:
-        yield
-    finally:
-        _Z3.update(saved)
-
-
 def _z3_bound(trace, profile: Profile, workers: int, in_order: bool, heuristic: dict,
               mode: str, timeout: float) -> dict | None:
     """The z3 figure for one (workers, regime), labelled: the exact optimum, or a lower bound
@@ -66,16 +51,15 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
                 tracker_options: Callable[[str | None], dict] = lambda t: {},
                 applier_options: dict | None = None,
                 progress: Callable[[str], None] = lambda s: None,
-                skip_unfit: bool = True, z3_bound: str | None = None,
-                z3_timeout: float | None = None) -> list[dict]:
+                skip_unfit: bool = True, z3_bound: str = "auto",
+                z3_timeout: float = 10.0) -> list[dict]:
     """One result per (scheduler, workers); `serial` once, with one worker. `trace` has
     `.txns()` (a fresh iterator per call) and `.count`. A scheduler the trace cannot feed (e.g.
     commit_id without commit ids) is skipped with a note on stderr when `skip_unfit`.
-    `z3_bound` ("auto" | "on" | "off", default from `z3_settings`): score against z3's optimum
+    `z3_bound` ("auto" | "on" | "off"): score against z3's optimum
     of the scheduler's regime instead of the heuristic bound (`bound.exact` says which), each
     solve capped at `z3_timeout` seconds."""
-    z3_mode = z3_bound if z3_bound is not None else _Z3["mode"]
-    z3_cap = z3_timeout if z3_timeout is not None else _Z3["timeout"]
+    z3_mode, z3_cap = z3_bound, z3_timeout
     z3_cache: dict = {}
     names = list(schedulers or DEFAULT_SCHEDULERS)
     parsed = [parse_scheduler(n) for n in names]
