@@ -14,7 +14,7 @@ PROFILE ?= durable
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
 .PHONY: setup python-deps java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
-        score bench mutants record clean help
+        score bench mutants calibrate record clean help
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz); idempotent"
@@ -26,6 +26,7 @@ help:
 	@echo "make score TRACE=... [WORKERS=1,2,4,8] [PROFILE=durable]"
 	@echo "make bench      the 1,000,000-transaction benchmark"
 	@echo "make mutants    every catalogue bug against TLC, the properties, trace validation, z3"
+	@echo "make calibrate  measure a real MariaDB replica, fit durable-/relaxed-mariadb (~20 min)"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 
 setup: python-deps java tlc-jar graphviz
@@ -84,6 +85,15 @@ bench:
 # The bug catalogue on every side: TLC (*_bug.cfg), hypothesis properties, trace validation, z3.
 mutants: $(TLC_JAR)
 	$(CLI) mutants
+
+# Calibration against a real MariaDB parallel replica (docs/calibration.md): about 20 minutes;
+# rewrites the measurements under $(CALIBRATION) and the fitted profiles (model/profiles_fitted.json).
+CALIBRATION ?= traces/calibration/oltp_read_write_t64
+calibrate:
+	$(PY) traces/record/calibrate.py measure --out $(CALIBRATION) --workload oltp_read_write \
+	  --threads 64 --events 10000 --time 300 --tables 4 --table-size 10000 --rounds 5
+	$(PY) traces/record/calibrate.py fit --out $(CALIBRATION)
+	$(PY) traces/record/calibrate.py report --out $(CALIBRATION)
 
 # Re-record bundled traces with a private MariaDB + sysbench (traces/record/README.md):
 # make record WORKLOAD=<name in traces/record/record_all.sh>, or WORKLOAD=all

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import sys
 
 import pytest
@@ -139,8 +140,12 @@ def _missing() -> list[str]:
 @pytest.mark.skipif(bool(_missing()), reason="mariadb-server / sysbench not installed")
 def test_calibration_pipeline_end_to_end(tmp_path):
     out = tmp_path / "cal"
+    # The servers run as the mysql user: their workdir must be reachable for it (pytest's
+    # tmp_path is private to root).
+    workdir = tempfile.mkdtemp(prefix="commitsched-calib-test-")
+    os.chmod(workdir, 0o755)
     cal = os.path.join(RECORD_DIR, "calibrate.py")
-    r = subprocess.run([sys.executable, cal, "measure", "--out", str(out),
+    r = subprocess.run([sys.executable, cal, "measure", "--out", str(out), "--workdir", str(workdir),
                         "--workload", "oltp_update_index", "--threads", "8", "--events", "300",
                         "--time", "60", "--tables", "2", "--table-size", "200",
                         "--threads-list", "0,2", "--modes", "conservative", "--rounds", "1",
@@ -157,9 +162,11 @@ def test_calibration_pipeline_end_to_end(tmp_path):
         assert row["checksum_ok"] == "True"                      # replica equals primary
         assert int(row["d_binlog_commits"]) == 300               # log_slave_updates: all applied
         assert float(row["apply_s"]) > 0
-    # the private servers are gone
+    # this run's private servers are gone (matched by its own workdir: another calibration
+    # may be running on the same machine)
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert "commitsched-calib-" not in ps
+    assert workdir not in ps
+    shutil.rmtree(workdir, ignore_errors=True)
     prof = tmp_path / "profiles.json"
     r = subprocess.run([sys.executable, cal, "fit", "--out", str(out), "--profiles", str(prof)],
                        capture_output=True, text=True, timeout=60)
