@@ -68,3 +68,18 @@ def test_every_catalogue_bug_is_caught_by_its_property(bug):
     caught, detail, cex = properties_column(bug, SEARCHES[bug], props, examples=3000)
     assert caught, detail
     assert len(cex[0]) >= 2
+
+
+@pytest.mark.parametrize("scheduler", DEFAULT_SCHEDULERS)
+@given(trace=traces(), workers=st.integers(1, 8), profile=st.sampled_from(PROFILES))
+@settings(max_examples=30)
+def test_heuristic_bound_is_below_every_makespan(scheduler, trace, workers, profile):
+    """The bound each score is held against is a lower bound of the scheduler's makespan."""
+    from commitsched.metrics import bound_for, heuristic_bounds
+    from commitsched.scoring import _commits_in_order
+    if scheduler.startswith("commit_id+"):
+        assume(any(t.commit_id for t in trace))
+    runs, _ = collect(scheduler, trace.txns, workers, profile)
+    bound = bound_for(heuristic_bounds(trace.txns, profile, workers),
+                      _commits_in_order(parse_scheduler(scheduler), {}))
+    assert bound["bound"] <= max(r.commit for r in runs) + 1e-6
