@@ -67,13 +67,17 @@ def parse_scheduler(name: str) -> Scheduler:
 
 
 def simulate_serial(txns: Iterable, profile: Profile, sink: Callable[[TxnRun], None]) -> dict:
-    """One SQL thread: each transaction executes, then commits with its own sync."""
+    """One SQL thread: it reads each transaction from the relay log (the profile's `dispatch`
+    cost, as a parallel replica's coordinator pays it), executes it, then commits it with its
+    own sync."""
     t = 0.0
     exec_cost, commit_cost, sync = profile.exec_cost, profile.commit_cost, profile.sync
+    dispatch = profile.dispatch
     for txn in txns:
         run = TxnRun(txn, None, exec_cost(txn), commit_cost(txn))
         run.worker = 0
-        run.dispatch = run.start = t
+        run.dispatch = t
+        run.start = t = t + dispatch
         run.exec_end = t + run.exec
         run.ready = run.exec_end + run.commit_cost
         run.commit = t = run.ready + sync
