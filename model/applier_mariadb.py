@@ -30,7 +30,7 @@ from typing import Callable, Iterable
 
 from .profiles import Profile
 from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, EventLog, SimulationError,
-                      TxnRun, account_commit_wait)
+                      TxnRun, account_commit_wait, new_runs)
 
 MODES = {"conservative": 1, "optimistic": 2, "aggressive": 3}
 MARIADB_BUGS = frozenset({"gco_start_on_exec", "optimistic_no_kill"})
@@ -62,7 +62,6 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     push, pop = heapq.heappush, heapq.heappop
     stage = CommitStage(profile.sync, True, heap, counter)
     sync, retry_cost = profile.sync, profile.retry
-    exec_cost, commit_cost = profile.exec_cost, profile.commit_cost
     blocked = dict.fromkeys(CAUSES, 0.0)
 
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
@@ -85,22 +84,16 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     gco_wait_count = 0
     gco_flags = 0
     last_commit_id = None
-    it = iter(stream)
+    runs = new_runs(stream, profile)
     nxt: TxnRun | None = None
     committed = 0
 
     def advance():
-        nonlocal nxt
-        item = next(it, None)
-        if item is None:
-            nxt = None
-        else:
-            txn, dep = item
-            nxt = TxnRun(txn, dep, exec_cost(txn), commit_cost(txn))
-            if stage.next_seq is None:
-                stage.next_seq = txn.seq
-                nonlocal committed_upto
-                committed_upto = txn.seq - 1
+        nonlocal nxt, committed_upto
+        nxt = next(runs, None)
+        if nxt is not None and stage.next_seq is None:
+            stage.next_seq = nxt.seq
+            committed_upto = nxt.seq - 1
 
     def classify(run: TxnRun) -> None:
         """`rpl_parallel::do_event`: the GCO this transaction joins and its speculation."""

@@ -23,7 +23,8 @@ from typing import Callable, Iterable
 
 from .profiles import Profile
 from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, EventLog, SimulationError,
-                      TxnRun, account_commit_wait, start_work, work_done)
+                      TxnRun, account_commit_wait, new_runs, start_work, work_done)
+from .trackers import ClockOrder
 
 READY = 1
 SYNC_END, GROUP_START = CommitStage.SYNC_END, CommitStage.GROUP_START
@@ -53,41 +54,31 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     stage = CommitStage(profile.sync, ordered, heap, counter)
     sync = profile.sync
     dispatch_cost = profile.dispatch
-    exec_cost, commit_cost = profile.exec_cost, profile.commit_cost
     free = list(range(workers))          # a heap: the lowest index idle worker first
     gaq: deque[TxnRun] = deque()         # dispatched, not yet released from the head
     cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
     blocked = dict.fromkeys(CAUSES, 0.0)
 
     lwm = 0
-    prev_sn = 0
-    prev_file = None
     coord_t = 0.0
     cause = None                          # why the coordinator is blocked, or None
     since = 0.0
-    it = iter(stream)
+    runs = new_runs(stream, profile)
+    clock = ClockOrder(rotation_ignored=rotation_ignored)
     nxt = None                            # the next run to dispatch, with its barrier decision
     nxt_barrier = False
     committed = dispatched = 0
 
     def advance():
-        nonlocal nxt, nxt_barrier, prev_sn, prev_file
-        item = next(it, None)
-        if item is None:
-            nxt = None
-            return
-        txn, (lc, sn, f) = item
-        run = TxnRun(txn, (lc, sn, f), exec_cost(txn), commit_cost(txn))
-        if prev_file is None:
-            barrier = True                       # first event after start
-        elif f != prev_file and not rotation_ignored:
-            barrier = True                       # rotation: start_new_group()
-        else:
-            barrier = (lc == 0 or sn == 0 or sn <= lc or sn <= prev_sn or sn > prev_sn + 1)
-        if stage.next_seq is None:
-            stage.next_seq = run.seq
-        prev_sn, prev_file = sn, f
-        nxt, nxt_barrier = run, barrier
+        """The next run, and whether it is a barrier (first event, rotation: start_new_group(),
+        lc = 0, a gap, inconsistent timestamps: `trackers.ClockOrder`)."""
+        nonlocal nxt, nxt_barrier
+        nxt = next(runs, None)
+        if nxt is not None:
+            point = clock.push(nxt.dep)
+            nxt_barrier = point.barrier_from == point.index
+            if stage.next_seq is None:
+                stage.next_seq = nxt.seq
 
     def why_blocked():
         if len(gaq) >= checkpoint_group:
@@ -181,7 +172,6 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
     push, pop = heapq.heappush, heapq.heappop
     stage = CommitStage(profile.sync, False, heap, counter)
     sync = profile.sync
-    exec_cost, commit_cost = profile.exec_cost, profile.commit_cost
     blocked = dict.fromkeys(CAUSES, 0.0)
     pinned: dict[str, list] = {}              # schema -> [worker, outstanding count]
     partitions = [0] * workers                # schemas pinned per worker (usage_partition)
@@ -193,18 +183,13 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
     coord_t = 0.0
     cause = None
     since = 0.0
-    it = iter(stream)
+    runs = new_runs(stream, profile)
     nxt = None
     committed = dispatched = 0
 
     def advance():
         nonlocal nxt
-        item = next(it, None)
-        if item is None:
-            nxt = None
-        else:
-            txn, dbs = item
-            nxt = TxnRun(txn, dbs, exec_cost(txn), commit_cost(txn))
+        nxt = next(runs, None)
 
     def choose_worker():
         dbs = nxt.dep

@@ -193,6 +193,13 @@ class CpuPool:
             self.free += 1
 
 
+def new_runs(stream, profile):
+    """The tracker's `(txn, dep)` stream as run records carrying the profile's costs."""
+    exec_cost, commit_cost = profile.exec_cost, profile.commit_cost
+    for txn, dep in stream:
+        yield TxnRun(txn, dep, exec_cost(txn), commit_cost(txn))
+
+
 def start_work(run: TxnRun, now: float, cpus: CpuPool | None, heap: list, counter,
                kind: int) -> None:
     """`run` starts: its execution and its own commit step run on its worker (on a core when

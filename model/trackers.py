@@ -503,17 +503,19 @@ class ClockOrder:
     last_committed or <= the previous one) or leaves a gap: the coordinator then drains every
     worker, and since it dispatches in order nothing after the barrier starts earlier either."""
 
-    def __init__(self):
+    def __init__(self, *, rotation_ignored: bool = False):
         self.index = -1
         self.prev_sn = 0
         self.prev_file = None
         self.barrier = 0
+        self.rotation_ignored = rotation_ignored   # the catalogue bug: files not told apart
 
     def push(self, dep) -> ClockPoint:
         lc, sn, f = dep
         self.index += 1
         i = self.index
-        if (f != self.prev_file or lc == 0 or sn == 0 or sn <= lc or sn <= self.prev_sn
+        new_file = self.prev_file is None or (f != self.prev_file and not self.rotation_ignored)
+        if (new_file or lc == 0 or sn == 0 or sn <= lc or sn <= self.prev_sn
                 or sn > self.prev_sn + 1):
             self.barrier = i
         self.prev_sn, self.prev_file = sn, f
