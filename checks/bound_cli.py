@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from commitsched.cli import _positive_float, _positive_int
 from commitsched.profiles import PROFILES, get_profile

@@ -25,7 +25,7 @@ error`, repeated keys within a transaction, more keys or transactions than the b
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import z3
 

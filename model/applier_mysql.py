@@ -50,7 +50,7 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
 
     heap: list = []
     counter = itertools.count()
-    push, pop = heapq.heappush, heapq.heappop
+    pop = heapq.heappop
     stage = CommitStage(profile.sync, ordered, heap, counter)
     sync = profile.sync
     dispatch_cost = profile.dispatch
@@ -169,7 +169,7 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
         raise SimulationError("workers must be at least 1")
     heap: list = []
     counter = itertools.count()
-    push, pop = heapq.heappush, heapq.heappop
+    pop = heapq.heappop
     stage = CommitStage(profile.sync, False, heap, counter)
     sync = profile.sync
     blocked = dict.fromkeys(CAUSES, 0.0)

@@ -171,8 +171,6 @@ def test_mariadb_ddl_fixture(tmp_path):
         assert "ddl" in x.flags and "transactional" not in x.flags and x.writes == ()
         assert x.db == ("sbtest",)
     # the side table's UNIQUE key exists exactly between ADD UNIQUE and DROP INDEX
-    text = lines_of(MDB_DDL)
-    added = [x.seq for x in tr if x.ddl]
     has_u = [x.seq for x in tr if any(k.startswith("sbtest.side/u_uniq=") for k in x.writes)]
     side = [x.seq for x in tr if any(k.startswith("sbtest.side/") for k in x.writes)]
     assert side and has_u and set(has_u) < set(side)

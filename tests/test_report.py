@@ -13,7 +13,7 @@ import pytest
 
 from commitsched.cli import main
 from commitsched.profiles import get_profile
-from commitsched.report import analysis, depgraph, gantt
+from commitsched.report import depgraph, gantt
 from commitsched.report.explain import sequence_svg, step_moves
 from commitsched.report.markdown import to_html
 from commitsched.schedulers import collect

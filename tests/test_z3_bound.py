@@ -2,7 +2,6 @@
 schedules are feasible, it never exceeds a correct scheduler's makespan in its regime and never
 falls below the heuristic work/span bound; the windowed figure stays a lower bound; the CLI."""
 import json
-from fractions import Fraction
 from functools import lru_cache
 
 import pytest

@@ -22,7 +22,7 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import IO, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from ..trace import TraceError, write_jsonl_atomic, header
 from .binlog_text import InputError, Reader, Skipped

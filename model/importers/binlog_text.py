@@ -6,7 +6,6 @@ event's SQL or `###` decoded rows); only the GTID event differs (mariadb.py, mys
 """
 from __future__ import annotations
 
-import calendar
 import re
 import time
 from collections import Counter
@@ -222,7 +221,6 @@ class Reader:
         pos = None
 
         def problem(reason: str, at: int | None = None):
-            nonlocal cur
             at = lineno if at is None else at
             where = f" (binlog position {pos})" if pos is not None else ""
             if self.strict:

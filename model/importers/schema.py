@@ -354,7 +354,7 @@ class Catalog:
                 continue
             if re.match(r"DROP\s+(?:FOREIGN\s+KEY|CONSTRAINT|CHECK)\b", pu):
                 continue  # we do not track FK names; keeping a dropped FK only adds a key
-            m = re.match(rf"ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?(?!\()(.*)$", p, re.I | re.S)
+            m = re.match(r"ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?(?!\()(.*)$", p, re.I | re.S)
             if m and not re.search(r"\b(FIRST|AFTER)\b", re.sub(r"'(?:[^'\\]|\\.)*'", "", m.group(1)), re.I):
                 try:
                     _definition(m.group(1), t, db)  # appended at the end: positions unchanged

@@ -11,7 +11,7 @@ from ..metrics import RunMetrics, heuristic_bounds
 from ..profiles import PROFILES, Profile
 from ..schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler, run_scheduler
 from ..scoring import score_trace
-from ..simcore import CAUSES, COORDINATOR_CAUSES, SimulationError
+from ..simcore import COORDINATOR_CAUSES, SimulationError
 from ..trackers import TrackerError, get_tracker
 from .gantt import idle_time, is_barrier, segments, window_bounds
 from .depgraph import stallers
