@@ -29,14 +29,16 @@ from collections import deque
 from typing import Callable, Iterable
 
 from .profiles import Profile
-from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, EventLog, SimulationError,
-                      TxnRun, account_commit_wait, new_runs)
+from .simcore import (CAUSES, CommitStage, CpuPool, CpuTask, Deadlock, EventLog, LogFlush,
+                      SimulationError, TxnRun, account_commit_wait, new_runs)
 
 MODES = {"conservative": 1, "optimistic": 2, "aggressive": 3}
 MARIADB_BUGS = frozenset({"gco_start_on_exec", "optimistic_no_kill"})
 
-EXEC_END, READY, RESUME = 0, 1, 3
-SYNC_END, GROUP_START = CommitStage.SYNC_END, CommitStage.GROUP_START
+EXEC_END, READY, RESUME, DISPATCHED, BACKGROUND_DONE = 0, 1, 3, 8, 9
+SYNC_END, GROUP_START, SYNC_CPU = (CommitStage.SYNC_END, CommitStage.GROUP_START,
+                                   CommitStage.SYNC_CPU)
+FLUSH_CPU, FLUSH_END = LogFlush.FLUSH_CPU, LogFlush.FLUSH_END
 MULTI_BATCH, FORCE_SWITCH = 1, 2
 PHASE_GCO, PHASE_PRIOR, PHASE_LOCKS = 0, 1, 2
 
@@ -60,13 +62,21 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     heap: list = []
     counter = itertools.count()
     push, pop = heapq.heappush, heapq.heappop
-    stage = CommitStage(profile.sync, True, heap, counter)
     sync, retry_cost = profile.sync, profile.retry
     blocked = dict.fromkeys(CAUSES, 0.0)
 
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     current: list[TxnRun | None] = [None] * workers
     cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
+    stage = CommitStage(profile.sync, True, heap, counter, sync_cpu=profile.sync_cpu, cpus=cpus)
+    # the commit step (prepare's redo sync) as a flush resource, when the profile says how
+    flush = (LogFlush(profile.commit_grouped, profile.commit_cpu, cpus, heap, counter, READY)
+             if profile.commit_grouped or (cpus is not None and profile.commit_cpu > 0)
+             else None)
+    coordination = profile.coordination
+    driver = CpuTask() if cpus is not None and profile.dispatch > 0 else None
+    driver_busy = False                           # the driver's dispatch is on a core
+    background = profile.background_cpu if cpus is not None else 0.0
     locks: dict[str, TxnRun] = {}
     lock_waiters: dict[int, list[TxnRun]] = {}    # holder seq -> runs waiting for its commit
     prior_waiters: dict[int, TxnRun] = {}         # seq that must commit first -> waiting run
@@ -91,6 +101,8 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     def advance():
         nonlocal nxt, committed_upto
         nxt = next(runs, None)
+        if nxt is not None:
+            nxt.exec += coordination
         if nxt is not None and stage.next_seq is None:
             stage.next_seq = nxt.seq
             committed_upto = nxt.seq - 1
@@ -221,9 +233,19 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                 cause = None
                 driver_t = max(driver_t, now)
 
+    def hand_off(run: TxnRun) -> None:
+        """The driver queues `run` to its thread and moves to the next slot."""
+        nonlocal queued, slot
+        queues[slot].append(run)
+        queued += 1
+        take_next(slot, driver_t)
+        slot = (slot + 1) % workers
+        advance()
+
     advance()
     while True:
-        if nxt is not None and cause is None and (not heap or heap[0][0] > driver_t):
+        if (nxt is not None and cause is None and not driver_busy
+                and (not heap or heap[0][0] > driver_t)):
             if len(queues[slot]) + (current[slot] is not None) > max_queued:
                 cause, since = "no_free_worker", driver_t    # back-pressure on that thread
                 continue
@@ -233,16 +255,22 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
             run.dispatch = driver_t
             if log is not None:
                 log("dispatch", run.seq, driver_t, slot + 1)
+            if driver is not None:                   # dispatch needs a core
+                driver_busy = True
+                cpus.execute(driver, driver_t, profile.dispatch, DISPATCHED, run)
+                continue
             driver_t += profile.dispatch
-            queues[slot].append(run)
-            queued += 1
-            take_next(slot, driver_t)
-            slot = (slot + 1) % workers
-            advance()
+            hand_off(run)
             continue
         if not heap:
             break
         t, _, kind, payload = pop(heap)
+        if kind == DISPATCHED:
+            cpus.release(driver, t)
+            driver_busy = False
+            driver_t = t
+            hand_off(payload)
+            continue
         if kind == EXEC_END:
             run, attempt = payload
             if attempt == run.attempt:
@@ -253,12 +281,24 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                     cpus.release(run, t)
                 if "ddl" not in run.dep[1]:
                     mark_start_commit(run, t)
-                run.ready = t + run.commit_cost
-                push(heap, (run.ready, next(counter), READY, (run, attempt)))
+                if flush is None:
+                    run.ready = t + run.commit_cost
+                    push(heap, (run.ready, next(counter), READY, (run, attempt)))
+                else:
+                    flush.request(run, t)
         elif kind == READY:
             run, attempt = payload
             if attempt == run.attempt:
+                run.ready = t
                 stage.add(run, t)
+        elif kind == FLUSH_CPU:
+            flush.cpu_done(payload, t)
+        elif kind == FLUSH_END:
+            flush.flush_end(payload, t)
+        elif kind == SYNC_CPU:
+            stage.sync_cpu_done(payload, t)
+        elif kind == BACKGROUND_DONE:
+            cpus.release(payload, t)
         elif kind == RESUME:
             try_start(payload, t)
         elif kind == GROUP_START:
@@ -275,6 +315,9 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                     mark_start_commit(run, t)
                 release_locks(run, t)
                 current[run.worker] = None
+                if background > 0:               # the server's own threads after a commit
+                    task = CpuTask()
+                    cpus.execute(task, t, background, BACKGROUND_DONE, task)
                 sink(run)
             stage.group_done(payload, t)
             for run in payload:

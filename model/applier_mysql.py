@@ -27,7 +27,8 @@ from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, EventLog, Simulati
 from .trackers import ClockOrder
 
 READY = 1
-SYNC_END, GROUP_START = CommitStage.SYNC_END, CommitStage.GROUP_START
+SYNC_END, GROUP_START, SYNC_CPU = (CommitStage.SYNC_END, CommitStage.GROUP_START,
+                                   CommitStage.SYNC_CPU)
 
 MYSQL_BUGS = frozenset({"lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
                         "commit_order_unenforced"})
@@ -51,12 +52,13 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     heap: list = []
     counter = itertools.count()
     pop = heapq.heappop
-    stage = CommitStage(profile.sync, ordered, heap, counter)
     sync = profile.sync
     dispatch_cost = profile.dispatch
     free = list(range(workers))          # a heap: the lowest index idle worker first
     gaq: deque[TxnRun] = deque()         # dispatched, not yet released from the head
     cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
+    stage = CommitStage(profile.sync, ordered, heap, counter, sync_cpu=profile.sync_cpu,
+                        cpus=cpus)
     blocked = dict.fromkeys(CAUSES, 0.0)
 
     lwm = 0
@@ -127,6 +129,8 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
             stage.add(payload, t)
         elif kind == GROUP_START:
             stage.group_start(t)
+        elif kind == SYNC_CPU:
+            stage.sync_cpu_done(payload, t)
         else:  # SYNC_END: the group is durable
             for run in payload:
                 run.commit = t
@@ -170,7 +174,6 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
     heap: list = []
     counter = itertools.count()
     pop = heapq.heappop
-    stage = CommitStage(profile.sync, False, heap, counter)
     sync = profile.sync
     blocked = dict.fromkeys(CAUSES, 0.0)
     pinned: dict[str, list] = {}              # schema -> [worker, outstanding count]
@@ -178,6 +181,8 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     busy = [False] * workers
     cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
+    stage = CommitStage(profile.sync, False, heap, counter, sync_cpu=profile.sync_cpu,
+                        cpus=cpus)
     outstanding = 0
     isolated = False                          # an isolated transaction is outstanding
     coord_t = 0.0
@@ -251,6 +256,8 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
             stage.add(payload, t)
         elif kind == GROUP_START:
             stage.group_start(t)
+        elif kind == SYNC_CPU:
+            stage.sync_cpu_done(payload, t)
         else:
             for run in payload:
                 run.commit = t

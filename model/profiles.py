@@ -24,6 +24,20 @@ class Profile:
     retry: float            # rollback and re-read cost of one retry (on top of re-executing)
     provenance: str
     cores: int | None = None  # replica CPU cores executing needs; None: one per worker
+    # What the calibration found (docs/calibration.md), all inactive at their defaults. With
+    # cores modelled: `sync_cpu` of each group sync and `commit_cpu` of each commit step run on
+    # a core (the fsync path costs CPU); `dispatch` runs on a core (MariaDB driver).
+    # `commit_grouped`: the commit step's sync is InnoDB's redo-log group flush, one at a time
+    # covering every waiting request, not a private delay (MariaDB). `coordination`: CPU each
+    # transaction costs its worker in parallel mode on top of `exec` (MariaDB: queueing, GCO
+    # and wait_for_prior_commit hand-offs), never paid by the serial replay.
+    sync_cpu: float = 0.0
+    commit_cpu: float = 0.0
+    commit_grouped: bool = False
+    coordination: float = 0.0
+    # CPU the server's other threads (purge, page cleaner, binlog background thread) spend per
+    # committed transaction: with cores modelled it occupies a core after each commit (MariaDB).
+    background_cpu: float = 0.0
 
     def exec_cost(self, txn) -> float:
         return self.exec_default if txn.exec is None else txn.exec

@@ -81,13 +81,16 @@ class CommitStage:
     group. Whoever becomes ready while a sync runs waits for the next group (leader/follower).
     """
 
-    __slots__ = ("sync", "ordered", "busy", "waiting", "next_seq", "heap", "counter", "pending")
+    __slots__ = ("sync", "ordered", "busy", "waiting", "next_seq", "heap", "counter", "pending",
+                 "sync_cpu", "cpus")
 
     # Event kinds, shared with the appliers' event loops.
     SYNC_END = 2
     GROUP_START = 4
+    SYNC_CPU = 5
 
-    def __init__(self, sync: float, ordered: bool, heap: list, counter):
+    def __init__(self, sync: float, ordered: bool, heap: list, counter, *,
+                 sync_cpu: float = 0.0, cpus: "CpuPool | None" = None):
         self.sync = sync
         self.ordered = ordered
         self.busy = False
@@ -96,6 +99,10 @@ class CommitStage:
         self.heap = heap
         self.counter = counter
         self.pending = False
+        # The part of a sync the leader's thread spends on a CPU core (the fsync path of a VM
+        # costs CPU, docs/calibration.md); only with cores modelled.
+        self.sync_cpu = min(sync_cpu, sync) if cpus is not None else 0.0
+        self.cpus = cpus
 
     def add(self, run: TxnRun, now: float) -> None:
         """`run` is ready to commit. The group forms after every event of this instant, so
@@ -142,7 +149,76 @@ class CommitStage:
             batch = [waiting[s] for s in sorted(waiting)]
             waiting.clear()
         self.busy = True
-        heapq.heappush(self.heap, (now + self.sync, next(self.counter), self.SYNC_END, batch))
+        if self.sync_cpu > 0:
+            task = CpuTask()
+            self.cpus.execute(task, now, self.sync_cpu, self.SYNC_CPU, (task, batch))
+        else:
+            heapq.heappush(self.heap, (now + self.sync, next(self.counter), self.SYNC_END, batch))
+
+    def sync_cpu_done(self, payload, now: float) -> None:
+        """The leader's CPU part of the sync ended: it leaves its core and waits for the disk."""
+        task, batch = payload
+        self.cpus.release(task, now)
+        heapq.heappush(self.heap, (now + self.sync - self.sync_cpu, next(self.counter),
+                                   self.SYNC_END, batch))
+
+
+class LogFlush:
+    """The commit step's own sync (InnoDB's redo-log flush at prepare, semantics §3.8) as a
+    resource rather than a private delay: a flush takes `run.commit_cost` (the longest in the
+    batch), `cpu` of it on the requesting thread's core (with cores modelled); with `grouped`,
+    one flush runs at a time and covers every request queued when it starts (InnoDB's log group
+    commit: `log_write_up_to` waiters share one fsync); without, every request flushes alone
+    and at once, which is the plain per-transaction delay.
+    Fires `kind` with `(run, attempt)` for each covered request when its flush ends."""
+
+    __slots__ = ("grouped", "cpu", "cpus", "heap", "counter", "kind", "busy", "waiting")
+
+    FLUSH_CPU = 6
+    FLUSH_END = 7
+
+    def __init__(self, grouped: bool, cpu: float, cpus: "CpuPool | None", heap: list, counter,
+                 kind: int):
+        self.grouped, self.cpus, self.heap, self.counter, self.kind = (
+            grouped, cpus, heap, counter, kind)
+        self.cpu = cpu if cpus is not None else 0.0
+        self.busy = False
+        self.waiting: list[tuple[TxnRun, int]] = []
+
+    def request(self, run: TxnRun, now: float) -> None:
+        if not self.grouped:
+            self._flush([(run, run.attempt)], now)
+        else:
+            self.waiting.append((run, run.attempt))
+            if not self.busy:
+                self._next(now)
+
+    def _next(self, now: float) -> None:
+        if self.waiting:
+            batch, self.waiting = self.waiting, []
+            self.busy = True
+            self._flush(batch, now)
+
+    def _flush(self, batch: list, now: float) -> None:
+        cost = max(r.commit_cost for r, _ in batch)
+        cpu = min(self.cpu, cost)
+        if cpu > 0:
+            task = CpuTask()
+            self.cpus.execute(task, now, cpu, self.FLUSH_CPU, (task, batch, cost - cpu))
+        else:
+            heapq.heappush(self.heap, (now + cost, next(self.counter), self.FLUSH_END, batch))
+
+    def cpu_done(self, payload, now: float) -> None:
+        task, batch, rest = payload
+        self.cpus.release(task, now)
+        heapq.heappush(self.heap, (now + rest, next(self.counter), self.FLUSH_END, batch))
+
+    def flush_end(self, batch: list, now: float) -> None:
+        for entry in batch:
+            heapq.heappush(self.heap, (now, next(self.counter), self.kind, entry))
+        if self.grouped:
+            self.busy = False
+            self._next(now)
 
 
 def account_commit_wait(run: TxnRun, sync: float, ordered: bool, blocked: dict) -> None:
@@ -151,6 +227,13 @@ def account_commit_wait(run: TxnRun, sync: float, ordered: bool, blocked: dict) 
     wait = run.commit - run.ready - sync
     if wait > 1e-9:
         blocked["commit_order" if ordered else "sync_wait"] += wait
+
+
+class CpuTask:
+    """CPU work that is not a transaction's execution (a sync's CPU part, the driver's
+    dispatch): it holds a core under its own identity, so a transaction killed meanwhile
+    cannot release it by mistake."""
+    __slots__ = ()
 
 
 class CpuPool:
@@ -165,29 +248,29 @@ class CpuPool:
         self.queue: deque = deque()
         self.heap = heap
         self.counter = counter
-        self.holders: set[int] = set()     # seqs holding a core
+        self.holders: set = set()     # who holds a core: runs, or a CpuTask
 
-    def execute(self, run: TxnRun, now: float, duration: float, kind: int, payload) -> None:
+    def execute(self, run, now: float, duration: float, kind: int, payload) -> None:
         """Run `duration` of CPU work for `run`, then fire event `kind` with `payload`."""
         if self.free > 0:
             self.free -= 1
-            self.holders.add(run.seq)
+            self.holders.add(run)
             heapq.heappush(self.heap, (now + duration, next(self.counter), kind, payload))
         else:
             self.queue.append((run, duration, kind, payload))
 
-    def release(self, run: TxnRun, now: float) -> None:
+    def release(self, run, now: float) -> None:
         """`run` leaves its core (its CPU work ended, or it was killed)."""
-        if run.seq not in self.holders:
+        if run not in self.holders:
             for i, entry in enumerate(self.queue):      # killed while queued for a core
                 if entry[0] is run:
                     del self.queue[i]
                     return
             return
-        self.holders.discard(run.seq)
+        self.holders.discard(run)
         if self.queue:
             nxt, duration, kind, payload = self.queue.popleft()
-            self.holders.add(nxt.seq)
+            self.holders.add(nxt)
             heapq.heappush(self.heap, (now + duration, next(self.counter), kind, payload))
         else:
             self.free += 1

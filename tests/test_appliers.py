@@ -1,5 +1,7 @@
 """Worked examples asserted exactly: semantics.md §1.4 (MySQL coordinator), §3.5 (MariaDB GCO
 modes), the group sync, and each applier bug on a hand-made trace that shows it."""
+from dataclasses import replace
+
 import pytest
 
 from commitsched import properties
@@ -239,3 +241,61 @@ def test_cores_with_kills_release_the_core():
     assert [r.seq for r in runs] == [1, 2, 3]
     for name in ("NoConflictingOverlap", "SerialEquivalence", "CommitOrderPreserved"):
         assert properties.check(name, runs, 3) == []
+
+
+# ---- what the calibration added (docs/calibration.md): CPU parts of syncs, the redo log's
+# group flush, the driver on a core, coordination and background CPU (MariaDB)
+def same_group(execs):
+    return group_trace(execs, [7] * len(execs))
+
+
+def test_log_flush_grouped_covers_every_waiting_request():
+    trace = same_group([10, 12, 30])
+    alone = Profile("t", 1, 5, 0, 0, 0, "test")
+    grouped = replace(alone, commit_grouped=True)
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 3, alone)
+    assert times(runs, "ready") == [15, 17, 35]            # three private flushes
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 3, grouped)
+    # T2 asks at 12 while T1's flush (10-15) runs: it gets the next one, 15-20
+    assert times(runs, "ready") == [15, 20, 35]
+
+
+def test_the_cpu_part_of_a_sync_waits_for_a_core():
+    trace = same_group([10, 10])
+    base = Profile("t", 1, 0, 8, 0, 0, "test", cores=1)
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 2, base)
+    assert times(runs, "commit") == [18, 28]
+    # the sync is all CPU: T1's must wait for the core T2 executes on (10-20)
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 2,
+                      replace(base, sync_cpu=8))
+    assert times(runs, "commit") == [28, 36]
+
+
+def test_the_drivers_dispatch_needs_a_core():
+    trace = same_group([10, 10])
+    free = Profile("t", 1, 0, 0, 5, 0, "test")
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 2, free)
+    assert times(runs, "start") == [5, 10]
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 2, replace(free, cores=1))
+    # T2's dispatch queues behind T1's execution (5-15) for the only core
+    assert times(runs, "start") == [5, 20]
+    assert times(runs, "commit") == [15, 30]
+
+
+def test_coordination_is_paid_in_parallel_mode_only():
+    trace = same_group([10, 10])
+    prof = Profile("t", 1, 0, 0, 0, 0, "test", coordination=3)
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 2, prof)
+    assert times(runs, "exec_end") == [13, 13]
+    serial, _ = collect("serial", trace.txns, 1, prof)
+    assert max(times(serial, "commit")) == 20
+
+
+def test_background_cpu_competes_for_the_cores():
+    trace = group_trace([10, 10], [1, 2])
+    prof = Profile("t", 1, 0, 0, 0, 0, "test", cores=1)
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 1, prof)
+    assert times(runs, "commit") == [10, 20]
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 1,
+                      replace(prof, background_cpu=4))
+    assert times(runs, "commit") == [10, 24]

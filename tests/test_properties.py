@@ -1,6 +1,8 @@
 """Every property of design §6 that a scheduler promises, checked on every scheduler for W in
 1..8 over hypothesis-generated traces with sound annotations; and every bug of the catalogue
 caught by the property it must violate."""
+from dataclasses import replace
+
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
@@ -12,7 +14,11 @@ from commitsched.checks.mutants import SEARCHES, properties_column
 
 from strategies import traces
 
-PROFILES = [get_profile("ideal"), get_profile("durable"), get_profile("durable", cores=2)]
+# the last one switches on every term the calibration added (CPU parts of syncs, grouped
+# redo flush, driver on a core, coordination and background CPU)
+PROFILES = [get_profile("ideal"), get_profile("durable"), get_profile("durable", cores=2),
+            replace(get_profile("durable", cores=2), sync_cpu=300.0, commit_cpu=10.0,
+                    commit_grouped=True, coordination=40.0, background_cpu=30.0)]
 
 
 def violations(scheduler, trace, workers, profile, **kw):
