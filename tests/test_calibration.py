@@ -37,13 +37,13 @@ else:
 from commitsched import profiles  # noqa: E402
 
 
-def _row(rnd, sync, mode, threads, apply_s, purpose="predict", groups=1000, driver=None,
-         repeated=False):
+def _row(rnd, sync, mode, threads, apply_s, purpose="predict", groups=1000, threads_cpu="",
+         process_cpu=0.0, repeated=False, cpu_avail=1.9):
     row = dict.fromkeys(RUN_FIELDS, 0)
     row.update(round=rnd, order=1, purpose=purpose, sync=sync, mode=mode, threads=threads,
                apply_s=apply_s, repeated=repeated, load_before=7.0, steal=0.0, iowait=0.0,
                d_binlog_group_commits=groups, d_binlog_commits=1000,
-               new_thread_cpu_s="" if driver is None else f"0.900 {driver:.3f}")
+               new_thread_cpu_s=threads_cpu, replica_cpu_s=process_cpu, cpu_avail=cpu_avail)
     return row
 
 
@@ -59,11 +59,16 @@ def _folder(tmp_path, rows, n=1000):
 
 
 def _serial_rows(rnd, scale=1.0):
-    return [_row(rnd, "relaxed", "-", 0, 1.0 * scale),
-            _row(rnd, "binlog_sync", "-", 0, 3.0 * scale, "fit"),
+    # serial SQL thread CPU: relaxed 0.8 s, binlog_sync 1.8 s, durable 2.3 s; the whole
+    # process: 0.1 s (relaxed) and 0.2 s (durable) more; the 1-thread run's worker 1.2 s and
+    # driver 0.05 s
+    return [_row(rnd, "relaxed", "-", 0, 1.0 * scale, threads_cpu="0.800", process_cpu=0.9),
+            _row(rnd, "binlog_sync", "-", 0, 3.0 * scale, "fit", threads_cpu="1.800",
+                 process_cpu=1.9),
             _row(rnd, "redo_sync", "-", 0, 2.9 * scale, "fit"),
-            _row(rnd, "durable", "-", 0, 5.0 * scale),
-            _row(rnd, "relaxed", "conservative", 1, 9.9, "fit", groups=1000, driver=0.05)]
+            _row(rnd, "durable", "-", 0, 5.0 * scale, threads_cpu="2.300", process_cpu=2.5),
+            _row(rnd, "relaxed", "conservative", 1, 9.9, "fit", groups=1000,
+                 threads_cpu="1.200 0.050")]
 
 
 def test_fit_from_serial_runs_only(tmp_path):
@@ -80,6 +85,13 @@ def test_fit_from_serial_runs_only(tmp_path):
     assert got["fit"]["non_additivity_us"] == pytest.approx(2000.0 - 1900.0)
     assert r["sync"] == r["commit_default"] == 0.0 and r["exec_default"] == d["exec_default"]
     assert d["cores"] == 2 and "fitted" in d["provenance"]
+    # the CPU parts, from the serial SQL thread's and the process's CPU seconds
+    assert d["sync_cpu"] == pytest.approx(1000.0)          # (1.8 - 0.8) s / 1000 groups
+    assert d["commit_cpu"] == pytest.approx(500.0)         # (2.3 - 1.8) s / 1000
+    assert d["commit_grouped"] is True and "commit_grouped" not in r
+    assert r["background_cpu"] == pytest.approx(100.0)     # (0.9 - 0.8) s / 1000
+    assert d["background_cpu"] == pytest.approx(200.0)     # (2.5 - 2.3) s / 1000
+    assert d["coordination"] == pytest.approx(1200.0 - 950.0)   # 1-thread worker - exec
     # the parallel timings it will predict do not move the fit
     parallel2 = [_row(rnd, "durable", "optimistic", 4, 10 * rnd) for rnd in (1, 2, 3)]
     assert calib_fit.fit(_folder(tmp_path, rows + parallel2))["profiles"] == got["profiles"]
@@ -98,6 +110,16 @@ def test_measured_speedup_pairs_rounds_and_drops_repeated(tmp_path):
     m = calib_report.measured(calib_fit.load_runs(_folder(tmp_path, rows)))
     assert sorted(m[("durable", "optimistic", 4)]["speedup"]) == [2.0, 4.0]
     assert m[("durable", "-", 0)]["speedup"] == [1.0, 1.0]
+
+
+def test_a_run_with_too_few_free_cores_does_not_count(tmp_path):
+    """Another tenant held a core right before the apply (cpu_avail 0.9 of 2 CPUs): the run is
+    kept in runs.csv but left out, like a run with heavy steal."""
+    rows = [_row(1, "durable", "-", 0, 10.0), _row(2, "durable", "-", 0, 20.0),
+            _row(1, "durable", "optimistic", 4, 5.0),
+            _row(2, "durable", "optimistic", 4, 1.0, cpu_avail=0.9)]
+    m = calib_report.measured(calib_fit.load_runs(_folder(tmp_path, rows)))
+    assert m[("durable", "optimistic", 4)]["speedup"] == [2.0]
 
 
 def test_load_fitted_file(tmp_path):

@@ -13,7 +13,18 @@ parallel timing the profiles then predict:
   reported in fit.json;
 - dispatch: CPU seconds of the SQL driver thread in the 1-thread run (it has two new threads,
   the worker and the driver, the worker the busier) per transaction; its time is not used;
-- cores: the replica host's CPU count.
+- coordination: the 1-thread run's worker CPU per transaction minus `exec`: what a worker
+  spends beyond the serial execution (queueing, GCO, wait_for_prior_commit hand-offs); its time
+  is not used;
+- sync_cpu / commit_cpu: the CPU part of each sync, from the serial SQL thread's CPU seconds
+  (binlog_sync − relaxed per group; durable − binlog_sync per transaction), at most the sync's
+  own time; commit_grouped: the redo sync is InnoDB's log group flush (structure, not a fit);
+- background_cpu: the serial apply's process CPU minus its SQL thread's, per transaction: the
+  server's other threads (purge, page cleaner, binlog background), which compete for the cores
+  once the apply is parallel;
+- cores: the median of the cores the host gave a busy process per CPU just before each run
+  (`cpu_avail`, measured before every apply), rounded; the host's CPU count for folders
+  measured before that probe existed.
 Medians over rounds. Times in microseconds.
 """
 from __future__ import annotations
@@ -24,13 +35,24 @@ import os
 import statistics
 
 
+CPU_MIN = 0.75   # a run is disturbed when the host gave less than this share of its CPUs
+
+
+def disturbed(r: dict, cpus: int) -> bool:
+    """Another tenant held more than a quarter of the host's CPU right before the apply (the
+    `cpu_avail` probe; rows measured before the probe existed have none)."""
+    return bool(r.get("cpu_avail")) and float(r["cpu_avail"]) < CPU_MIN * cpus
+
+
 def load_runs(folder: str) -> list[dict]:
+    """The runs that count: not repeated (heavy steal), not disturbed."""
+    cpus = load_meta(folder)["host"]["cpus"]
     with open(os.path.join(folder, "runs.csv")) as f:
         rows = list(csv.DictReader(f))
     out = []
     for r in rows:
-        if r["repeated"] == "True":
-            continue                      # heavy steal: its repetition counts instead
+        if r["repeated"] == "True" or disturbed(r, cpus):
+            continue                      # its repetition (or the other rounds) counts
         r["threads"] = int(r["threads"])
         r["apply_s"] = float(r["apply_s"])
         r["round"] = int(r["round"])
@@ -62,13 +84,19 @@ def fit(folder: str) -> dict:
     missing = [s for s, v in med_t.items() if v is None]
     if missing:
         raise SystemExit(f"calibrate fit: no serial runs for {', '.join(missing)} in {folder}")
-    drivers, one_thread_cpu = [], []
+    drivers, workers_1, one_thread_cpu = [], [], []
     for r in runs:
         if r["threads"] == 1:
             one_thread_cpu.append(float(r["replica_cpu_s"]))
             cpu = [float(x) for x in r["new_thread_cpu_s"].split()]
             if len(cpu) >= 2:
+                workers_1.append(cpu[0])
                 drivers.append(cpu[1])
+
+    def sql_thread_cpu(sync):
+        """CPU seconds of the serial SQL thread (the one thread START SLAVE SQL_THREAD makes)."""
+        return _med([float(r["new_thread_cpu_s"].split()[0]) for r in _serial(runs, sync)
+                     if r["new_thread_cpu_s"].strip()])
     us = 1e6
     s_rel = med_t["relaxed"] / n * us
     dispatch = (_med(drivers) / n * us) if drivers else 0.0
@@ -77,16 +105,28 @@ def fit(folder: str) -> dict:
     redo_alone = (med_t["redo_sync"] - med_t["relaxed"]) / n * us
     exec_cost = s_rel - dispatch
     serial_cpu = _med([float(r["replica_cpu_s"]) for r in _serial(runs, "relaxed")])
-    # what parallel mode costs in CPU beyond the serial apply, per transaction, at one worker
-    # (not part of the profiles: the model has no such cost; used by the report's what-if)
-    coordination = ((_med(one_thread_cpu) - serial_cpu) / n * us) if one_thread_cpu else None
-    cores = meta["host"]["cpus"]
+    # what parallel mode costs a worker in CPU beyond the serial execution, per transaction
+    coordination = max(0.0, _med(workers_1) / n * us - exec_cost) if workers_1 else 0.0
+    sql_cpu = {s: sql_thread_cpu(s) for s in ("relaxed", "binlog_sync", "durable")}
+    # the rest of the server's CPU in the serial apply: its other threads, per transaction
+    background = {s: max(0.0, (_med([float(r["replica_cpu_s"]) for r in _serial(runs, s)])
+                               - sql_cpu[s]) / n * us) if sql_cpu[s] is not None else 0.0
+                  for s in ("relaxed", "durable")}
+    sync_cpu = commit_cpu = 0.0
+    if None not in sql_cpu.values():
+        sync_cpu = min(sync_bin, max(0.0, (sql_cpu["binlog_sync"] - sql_cpu["relaxed"])
+                                     / groups["binlog_sync"] * us))
+        commit_cpu = min(commit_dur, max(0.0, (sql_cpu["durable"] - sql_cpu["binlog_sync"])
+                                         / n * us))
+    avail = [float(r["cpu_avail"]) for r in runs if r.get("cpu_avail")]
+    cores = max(1, round(_med(avail))) if avail else meta["host"]["cpus"]
     rounds = sorted({r["round"] for r in runs})
     loads = [float(r["load_before"]) for r in runs]
     w = meta["workload"]
     src = (f"{os.path.basename(os.path.normpath(folder))}: MariaDB {w['version']}, "
            f"{meta['trace']['transactions']} transactions of `{w['sysbench_command']}`, "
-           f"{len(rounds)} rounds measured {meta['started_utc']} on {cores} shared cores "
+           f"{len(rounds)} rounds measured {meta['started_utc']} on {meta['host']['cpus']} "
+           f"shared cores "
            f"(load average {min(loads):.1f}-{max(loads):.1f})")
     fit_info = {
         "folder": folder, "transactions": n, "rounds": len(rounds),
@@ -97,20 +137,28 @@ def fit(folder: str) -> dict:
                        "binlog_sync_per_group": sync_bin, "durable_commit": commit_dur,
                        "redo_sync_alone": redo_alone,
                        "relaxed_serial_cpu": serial_cpu / n * us,
-                       "parallel_coordination_cpu_1thread": coordination},
+                       "coordination": coordination, "sync_cpu": sync_cpu,
+                       "commit_cpu": commit_cpu, "background_cpu": background,
+                       "one_thread_process_cpu": (_med(one_thread_cpu) / n * us
+                                                  if one_thread_cpu else None)},
+        "serial_sql_thread_cpu_s": sql_cpu,
+        "cpu_avail_median": _med(avail) if avail else None,
         "non_additivity_us": commit_dur - redo_alone,
     }
     common = dict(exec_default=round(exec_cost, 3), dispatch=round(dispatch, 3), retry=0.0,
-                  cores=cores)
+                  cores=cores, coordination=round(coordination, 3))
     how = ("fitted by traces/record/calibrate.py fit from the serial applies and server "
            "counters only (docs/calibration.md); " + src)
     profiles = [
         dict(name="durable-mariadb", commit_default=round(commit_dur, 3),
-             sync=round(sync_bin, 3), **common,
+             sync=round(sync_bin, 3), sync_cpu=round(sync_cpu, 3),
+             commit_cpu=round(commit_cpu, 3), commit_grouped=True,
+             background_cpu=round(background["durable"], 3), **common,
              provenance=how + f"; sync_binlog=1, innodb_flush_log_at_trx_commit=1: sync = binlog "
                               f"fsync per group, commit = InnoDB prepare sync per transaction; "
                               f"retry cost not fitted (0: the re-execution is charged)"),
-        dict(name="relaxed-mariadb", commit_default=0.0, sync=0.0, **common,
+        dict(name="relaxed-mariadb", commit_default=0.0, sync=0.0,
+             background_cpu=round(background["relaxed"], 3), **common,
              provenance=how + "; sync_binlog=0, innodb_flush_log_at_trx_commit=2: no sync; the "
                               "binlog write is part of exec; retry cost not fitted"),
     ]
@@ -140,8 +188,10 @@ def cmd_fit(a) -> int:
     if a.profiles:
         merge_profiles(a.profiles, result["profiles"])
     for p in result["profiles"]:
-        print(f"{p['name']}: exec {p['exec_default']} us, commit {p['commit_default']} us, "
-              f"sync {p['sync']} us, dispatch {p['dispatch']} us, cores {p['cores']}")
+        print(f"{p['name']}: exec {p['exec_default']} us, commit {p['commit_default']} us "
+              f"(cpu {p.get('commit_cpu', 0)}), sync {p['sync']} us (cpu "
+              f"{p.get('sync_cpu', 0)}), dispatch {p['dispatch']} us, coordination "
+              f"{p['coordination']} us, cores {p['cores']}")
     print(f"non-additivity of the durable cost: {result['fit']['non_additivity_us']:.1f} us "
           f"per transaction")
     return 0

@@ -80,7 +80,6 @@ def build(folder: str, profiles_path: str | None = None) -> list[dict]:
     if profiles_path:
         with open(profiles_path) as f:
             fitted.update((p["name"], p) for p in json.load(f)["profiles"])
-    coord = fit_json["fit"]["per_txn_us"].get("parallel_coordination_cpu_1thread") or 0.0
     fields = set(Profile.__dataclass_fields__)
     trace = load_trace(os.path.join(folder, "trace.jsonl.gz"))
     rows = []
@@ -89,11 +88,12 @@ def build(folder: str, profiles_path: str | None = None) -> list[dict]:
             kv[0][0], kv[0][2], kv[0][1])):
         prof = Profile(**{k: v for k, v in fitted[f"{sync}-mariadb"].items() if k in fields})
         p = predict(trace, prof, mode, threads)
-        # what-if (diagnostic, not a fit): one effective core for the replica on the loaded
-        # host, and the 1-thread run's extra CPU per transaction charged to every parallel one
+        # ablation: the same fit without the terms the first calibration added (worker
+        # coordination CPU, the CPU part of syncs, the redo log's group flush)
         from dataclasses import replace
-        wi = predict(trace, prof, mode, threads, replace(
-            prof, cores=1, exec_default=prof.exec_default + max(0.0, coord)))
+        base = predict(trace, prof, mode, threads, replace(
+            prof, coordination=0.0, sync_cpu=0.0, commit_cpu=0.0, commit_grouped=False,
+            background_cpu=0.0))
         sp = m["speedup"]
         med = statistics.median(sp) if sp else None
         lo, hi = (min(sp), max(sp)) if sp else (None, None)
@@ -106,7 +106,7 @@ def build(folder: str, profiles_path: str | None = None) -> list[dict]:
                "spread_rel": (hi - lo) / med if med else None,
                "error_rel": (p["speedup"] - med) / med if med else None,
                "inside_spread": (lo - 1e-9 <= p["speedup"] <= hi + 1e-9) if sp else None,
-               "whatif_1core_coord_speedup": wi["speedup"],
+               "without_cpu_terms_speedup": base["speedup"],
                # without a sync the model's commit "groups" are only equal commit instants
                "predicted_groups": p["groups"] if prof.sync > 0 else None,
                "measured_groups_median": statistics.median(m["groups"]),
@@ -122,7 +122,7 @@ def build(folder: str, profiles_path: str | None = None) -> list[dict]:
 def markdown(rows: list[dict]) -> str:
     out = ["| sync | mode | W | apply median (min-max) s | measured speedup median [min, max] | "
            "spread | predicted | error | inside spread | within 10% | replica groups meas / pred "
-           "| retries meas / pred | what-if: 1 core + coordination CPU |",
+           "| retries meas / pred | predicted without CPU and flush terms |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["threads"] == 0:
@@ -136,7 +136,7 @@ def markdown(rows: list[dict]) -> str:
             f"{'yes' if r['within_10pct'] else 'no'} | {r['measured_groups_median']:.0f} / "
             f"{'-' if r['predicted_groups'] is None else r['predicted_groups']} | "
             f"{r['measured_retries_median']:.0f} / "
-            f"{r['predicted_retries']} | {r['whatif_1core_coord_speedup']:.2f} |")
+            f"{r['predicted_retries']} | {r['without_cpu_terms_speedup']:.2f} |")
     par = [r for r in rows if r["threads"] > 0 and r["measured_speedup_median"]]
     if par:
         inside = sum(1 for r in par if r["inside_spread"])

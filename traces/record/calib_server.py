@@ -207,6 +207,34 @@ class ThreadSampler:
         return sorted((v for t, v in used.items() if t not in self.start_values), reverse=True)
 
 
+def _spin(seconds: float, conn) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+    conn.send(time.process_time())
+    conn.close()
+
+
+def cpu_probe(seconds: float = 0.3) -> float:
+    """Cores this host gives us right now: one busy process per CPU for `seconds`, their CPU
+    seconds / the wall time. 2.0 on an idle 2-core host; about 1 when another tenant keeps one
+    core busy (the calibration's first measurement found the replica using about one core)."""
+    import multiprocessing as mp
+    ctx = mp.get_context("fork")
+    pipes, procs = [], []
+    t0 = time.perf_counter()
+    for _ in range(os.cpu_count() or 1):
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_spin, args=(seconds, send))
+        proc.start()
+        pipes.append(recv)
+        procs.append(proc)
+    used = sum(r.recv() for r in pipes)
+    for proc in procs:
+        proc.join()
+    return round(used / max(time.perf_counter() - t0, seconds), 3)
+
+
 def fsync_probe(directory: str, n: int = 100) -> dict[str, float]:
     """Latency (ms) of `n` append + fdatasync pairs in `directory`: the replica's disk."""
     path = os.path.join(directory, "fsync-probe.bin")

@@ -13,8 +13,9 @@ from the snapshot, started with the run's settings, fetches the whole workload i
 (IO thread only), then the SQL thread is started with `UNTIL MASTER_LOG_FILE=<next file>,
 MASTER_LOG_POS=4` and the apply is timed on the server (`NOW(6)` around `MASTER_POS_WAIT`).
 Configurations run interleaved, shuffled per round; /proc/stat is read around each apply and a
-run with heavy CPU steal is repeated. Each run's row (timing, server counters, host load, table
-checksums against the primary) is appended to `runs.csv` as soon as it ends.
+run with heavy CPU steal, or with less than 3/4 of the host's cores free right before it (a
+busy process per CPU measures that), is repeated. Each run's row (timing, server counters,
+host load, table checksums against the primary) is appended to `runs.csv` as soon as it ends.
 `fit`: the cost profiles from the serial runs and the counters (calib_fit.py).
 `report`: predicted against measured speedups, a table and an SVG (calib_report.py).
 """
@@ -37,9 +38,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from record import _import_importers, sysbench_cmd  # noqa: E402
+from calib_fit import disturbed  # noqa: E402
 from calib_server import (CalibServer, ThreadSampler, cpu_shares, find_tools,  # noqa: E402
-                          free_port, fsync_pattern_probe, fsync_probe, loadavg, proc_stat,
-                          process_cpu)
+                          cpu_probe, free_port, fsync_pattern_probe, fsync_probe, loadavg,
+                          proc_stat, process_cpu)
 
 SYNC_SETTINGS = {  # the replica's durability settings
     "durable": {"sync_binlog": "1", "innodb_flush_log_at_trx_commit": "1"},
@@ -55,8 +57,8 @@ COUNTERS = ("slave_retried_transactions", "binlog_commits", "binlog_group_commit
             "com_commit", "handler_commit", "handler_update", "handler_write", "handler_delete")
 RUN_FIELDS = ("round", "order", "purpose", "sync", "mode", "threads", "apply_s", "steal",
               "iowait", "host_busy", "load_before", "load_after", "replica_cpu_s",
-              "new_thread_cpu_s", "repeated", "checksum_ok", "started_utc"
-              ) + tuple("d_" + c for c in COUNTERS)
+              "new_thread_cpu_s", "repeated", "checksum_ok", "started_utc", "cpu_avail",
+              "fsync_ms") + tuple("d_" + c for c in COUNTERS)
 BASE_SETTINGS = {"binlog_format": "ROW", "binlog_row_image": "FULL",
                  "binlog_row_metadata": "FULL", "innodb_buffer_pool_size": "268435456",
                  "innodb_log_file_size": "50331648", "max_connections": "300"}
@@ -194,6 +196,10 @@ class Rig:
                                  + ss.get("Last_IO_Error", ""))
             time.sleep(0.2)
         R.sql("STOP SLAVE IO_THREAD")
+        # what the host offers right before the apply: cores (a busy process per CPU) and the
+        # disk's sync latency, which changes by 10x within minutes on this shared VM
+        cpu_avail = cpu_probe()
+        fsync_ms = fsync_probe(R.workdir, n=30)["median_ms"]
         c0 = R.status()
         load0 = loadavg()
         utc = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -227,7 +233,8 @@ class Rig:
                # threads started by START SLAVE SQL_THREAD (driver and workers; MariaDB names
                # no threads), busiest first: in the 1-thread fit run [worker, driver, ...]
                "new_thread_cpu_s": " ".join(f"{v:.3f}" for v in sampler.new_threads(used)[:8]),
-               "checksum_ok": ok, "started_utc": utc}
+               "checksum_ok": ok, "started_utc": utc, "cpu_avail": cpu_avail,
+               "fsync_ms": fsync_ms}
         for c in COUNTERS:
             row["d_" + c] = int(c1.get(c, 0)) - int(c0.get(c, 0))
         return row
@@ -325,7 +332,8 @@ def cmd_measure(a) -> int:
             row = rig.run(sync, mode, threads, until=threads != 1)
             row.update(round=rnd, order=i, repeated=False,
                         purpose="fit" if (sync, mode, threads) in fit_cfgs else "predict")
-            heavy = row["steal"] > a.steal_max
+            heavy = (row["steal"] > a.steal_max
+                     or disturbed({"cpu_avail": row["cpu_avail"]}, os.cpu_count() or 1))
             if heavy and tries < a.max_repeats:
                 row["repeated"] = True        # kept in the file, left out of the statistics
                 queue.append(((sync, mode, threads), tries + 1))
@@ -335,7 +343,8 @@ def cmd_measure(a) -> int:
                 f"load {row['load_before']:.1f} groups {row['d_binlog_group_commits']} "
                 f"retries {row['d_slave_retried_transactions']} checksum "
                 f"{'ok' if row['checksum_ok'] else 'DIFFERENT'}"
-                + ("  (heavy steal: repeated)" if row["repeated"] else ""))
+                + (f"  (heavy steal or only {row['cpu_avail']} cores free: repeated)"
+                   if row["repeated"] else ""))
     probes["end"] = fsync_probe(root)
     probes["end_patterns"] = fsync_pattern_probe(root)
     meta = _meta(a, info, stats, t_start, load_start, n_runs, complete=True, probes=probes)
