@@ -40,13 +40,17 @@ def predict(trace, profile, mode: str, workers: int, parallel_profile=None) -> d
     serial_ms = max(r.commit for r in serial)
     if workers == 0:
         return {"makespan_s": serial_ms / 1e6, "speedup": 1.0, "groups": len(serial),
-                "retries": 0}
+                "retries": 0, "cpu_s": None}
     runs, _ = collect(f"commit_id+mariadb_{mode}", trace.txns, workers,
                       parallel_profile or profile)
     ms = max(r.commit for r in runs)
-    return {"makespan_s": ms / 1e6, "speedup": serial_ms / ms,
-            "groups": len({r.commit for r in runs}),     # one sync ends each commit group
-            "retries": sum(r.retries for r in runs)}
+    prof = parallel_profile or profile
+    groups = len({r.commit for r in runs})      # one sync ends each commit group
+    flushes = len({r.ready for r in runs}) if prof.commit_grouped else len(runs)
+    cpu = (sum(r.exec for r in runs) + len(runs) * (prof.dispatch + prof.background_cpu)
+           + groups * prof.sync_cpu + flushes * prof.commit_cpu)
+    return {"makespan_s": ms / 1e6, "speedup": serial_ms / ms, "groups": groups,
+            "retries": sum(r.retries for r in runs), "cpu_s": cpu / 1e6}
 
 
 def measured(runs: list[dict]) -> dict:
@@ -67,6 +71,7 @@ def measured(runs: list[dict]) -> dict:
         e["groups"].append(int(r["d_binlog_group_commits"]))
         e["retries"].append(int(r["d_slave_retried_transactions"]))
         e["load"].append(float(r["load_before"]))
+        e.setdefault("cpu", []).append(float(r["replica_cpu_s"]))
         e["steal"].append(float(r["steal"]))
         e["iowait"].append(float(r["iowait"]))
     return out
@@ -94,6 +99,13 @@ def build(folder: str, profiles_path: str | None = None) -> list[dict]:
         base = predict(trace, prof, mode, threads, replace(
             prof, coordination=0.0, sync_cpu=0.0, commit_cpu=0.0, commit_grouped=False,
             background_cpu=0.0))
+        # diagnostic, not a prediction: the worker CPU per transaction set so that the model
+        # spends the CPU the replica measurably spent in this configuration (its counters)
+        matched = None
+        if threads > 0 and prof.cores:
+            extra = (statistics.median(m["cpu"]) - p["cpu_s"]) * 1e6 / len(trace.txns)
+            matched = predict(trace, prof, mode, threads, replace(
+                prof, coordination=max(0.0, prof.coordination + extra)))
         sp = m["speedup"]
         med = statistics.median(sp) if sp else None
         lo, hi = (min(sp), max(sp)) if sp else (None, None)
@@ -107,6 +119,9 @@ def build(folder: str, profiles_path: str | None = None) -> list[dict]:
                "error_rel": (p["speedup"] - med) / med if med else None,
                "inside_spread": (lo - 1e-9 <= p["speedup"] <= hi + 1e-9) if sp else None,
                "without_cpu_terms_speedup": base["speedup"],
+               "predicted_cpu_s": p["cpu_s"],
+               "measured_cpu_s_median": statistics.median(m["cpu"]),
+               "cpu_matched_speedup": matched["speedup"] if matched else None,
                # without a sync the model's commit "groups" are only equal commit instants
                "predicted_groups": p["groups"] if prof.sync > 0 else None,
                "measured_groups_median": statistics.median(m["groups"]),
@@ -122,8 +137,9 @@ def build(folder: str, profiles_path: str | None = None) -> list[dict]:
 def markdown(rows: list[dict]) -> str:
     out = ["| sync | mode | W | apply median (min-max) s | measured speedup median [min, max] | "
            "spread | predicted | error | inside spread | within 10% | replica groups meas / pred "
-           "| retries meas / pred | predicted without CPU and flush terms |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| retries meas / pred | CPU s meas / pred | without the CPU and flush terms "
+           "| with the measured CPU (diagnostic) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["threads"] == 0:
             continue
@@ -136,7 +152,9 @@ def markdown(rows: list[dict]) -> str:
             f"{'yes' if r['within_10pct'] else 'no'} | {r['measured_groups_median']:.0f} / "
             f"{'-' if r['predicted_groups'] is None else r['predicted_groups']} | "
             f"{r['measured_retries_median']:.0f} / "
-            f"{r['predicted_retries']} | {r['without_cpu_terms_speedup']:.2f} |")
+            f"{r['predicted_retries']} | {r['measured_cpu_s_median']:.2f} / "
+            f"{r['predicted_cpu_s']:.2f} | {r['without_cpu_terms_speedup']:.2f} | "
+            f"{'-' if r['cpu_matched_speedup'] is None else format(r['cpu_matched_speedup'], '.2f')} |")
     par = [r for r in rows if r["threads"] > 0 and r["measured_speedup_median"]]
     if par:
         inside = sum(1 for r in par if r["inside_spread"])

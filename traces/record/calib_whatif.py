@@ -1,99 +1,82 @@
 #!/usr/bin/env python3
-"""What-if predictions for a calibration folder: the fitted profiles with the model changes the
-calibration proposes (docs/calibration.md), against the same measured speedups. Diagnostic only:
-nothing here is fitted on the parallel timings, and nothing is written into the profiles.
+"""Which of the fitted profile's terms matter: the predictions of a calibration folder with
+each term the calibration added switched off in turn (an ablation), against the same measured
+speedups. Diagnostic only: nothing is fitted here and nothing is written.
 
-    python traces/record/calib_whatif.py traces/calibration/NAME               # the model as is
-    python traces/record/calib_whatif.py traces/calibration/NAME --cores 1 --coordination
-    # the shared-device-flush proposal, on a scratch copy of the model:
-    mkdir -p /tmp/x && cp -r model /tmp/x/ \
-        && patch -d /tmp/x -p1 < traces/calibration/proposed_device_flush.patch
-    python traces/record/calib_whatif.py traces/calibration/NAME --model /tmp/x/model --device-flush
+    python traces/record/calib_whatif.py traces/calibration/NAME
 
---cores N: the replica's effective cores; --coordination: the 1-thread fit run's extra CPU per
-transaction (fit.json) added to every parallel transaction's execution; --device-flush: the
-durable cost split evenly into the prepare sync and the group sync (two flushes of one device).
+Variants: the fitted model; without worker coordination CPU; without the CPU parts of the
+syncs (sync_cpu, commit_cpu); without the redo log's group flush (commit_grouped); without the
+server's background CPU; all of them off (the model before the second calibration); and with
+each configuration's measured CPU (the worker CPU per transaction set from that
+configuration's own counters: not a prediction, it shows what is left once CPU is known).
+Per variant: median |error| over the parallel configurations, durable and relaxed, and how many
+predictions fall inside the measured [min, max].
 """
 from __future__ import annotations
 
 import argparse
-import csv
-import importlib.util
 import json
 import os
 import statistics
 import sys
 from dataclasses import replace
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
-def load_model(model_dir: str):
-    spec = importlib.util.spec_from_file_location(
-        "commitsched", os.path.join(model_dir, "__init__.py"),
-        submodule_search_locations=[model_dir])
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["commitsched"] = mod
-    spec.loader.exec_module(mod)
-    from commitsched.profiles import Profile
-    from commitsched.schedulers import collect, run_scheduler
-    from commitsched.trace import load_trace
-    return Profile, collect, run_scheduler, load_trace
+from calib_fit import load_runs  # noqa: E402
+from calib_report import _model, measured, predict  # noqa: E402
+
+OFF = {
+    "fitted model": {},
+    "without coordination": {"coordination": 0.0},
+    "without sync/commit CPU": {"sync_cpu": 0.0, "commit_cpu": 0.0},
+    "without grouped redo flush": {"commit_grouped": False},
+    "without background CPU": {"background_cpu": 0.0},
+    "all of them off": {"coordination": 0.0, "sync_cpu": 0.0, "commit_cpu": 0.0,
+                        "commit_grouped": False, "background_cpu": 0.0},
+}
 
 
 def main(argv=None) -> int:
-    here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("folder")
-    p.add_argument("--model", default=os.path.join(os.path.dirname(os.path.dirname(here)),
-                                                   "model"))
-    p.add_argument("--cores", type=int)
-    p.add_argument("--coordination", action="store_true")
-    p.add_argument("--device-flush", action="store_true")
+    p.add_argument("folder", help="a calibration folder with runs.csv, fit.json, trace")
     a = p.parse_args(argv)
-    Profile, collect, run_scheduler, load_trace = load_model(os.path.abspath(a.model))
-    trace = load_trace(os.path.join(a.folder, "trace.jsonl.gz"))
-    fit = json.load(open(os.path.join(a.folder, "fit.json")))
+    Profile, _, _, load_trace = _model()
+    try:
+        with open(os.path.join(a.folder, "fit.json")) as f:
+            fit = json.load(f)
+        trace = load_trace(os.path.join(a.folder, "trace.jsonl.gz"))
+        meas = measured(load_runs(a.folder))
+    except (OSError, ValueError) as e:
+        print(f"calib_whatif: {a.folder}: {e}", file=sys.stderr)
+        return 2
     fields = set(Profile.__dataclass_fields__)
     prof = {q["name"].split("-")[0]: Profile(**{k: v for k, v in q.items() if k in fields})
             for q in fit["profiles"]}
-    if a.device_flush:
-        d = prof["durable"]
-        f = (d.commit_default + d.sync) / 2
-        prof["durable"] = replace(d, commit_default=f, sync=f)
-    coord = fit["fit"]["per_txn_us"].get("parallel_coordination_cpu_1thread") or 0.0
-    runs = [r for r in csv.DictReader(open(os.path.join(a.folder, "runs.csv")))
-            if r["repeated"] == "False"]
-    serial = {(r["sync"], r["round"]): float(r["apply_s"]) for r in runs if r["threads"] == "0"}
     n = len(trace.txns)
-    errs, by_sync = [], {}
-    print("sync     mode          W  predicted  measured median [min, max]  error  inside")
-    for sync, base in (("durable", prof["durable"]), ("relaxed", prof["relaxed"])):
-        ser = []
-        run_scheduler("serial", trace.txns, 1, base, ser.append)
-        serial_ms = max(r.commit for r in ser)     # serial replay charges dispatch itself
-        par = base
-        if a.cores:
-            par = replace(par, cores=a.cores)
-        if a.coordination:
-            par = replace(par, exec_default=par.exec_default + max(0.0, coord))
-        for mode in ("conservative", "optimistic"):
-            for w in (2, 4, 8, 16):
-                meas = [serial[(sync, r["round"])] / float(r["apply_s"]) for r in runs
-                        if (r["sync"], r["mode"], r["threads"]) == (sync, mode, str(w))
-                        and (sync, r["round"]) in serial]
-                if not meas:
-                    continue
-                out, _ = collect(f"commit_id+mariadb_{mode}", trace.txns, w, par)
-                pred = serial_ms / max(r.commit for r in out)
-                med = statistics.median(meas)
-                errs.append(abs(pred - med) / med)
-                by_sync.setdefault(sync, []).append(abs(pred - med) / med)
-                inside = min(meas) <= pred <= max(meas)
-                print(f"{sync:8} {mode:12} {w:2}  {pred:9.2f}  {med:6.2f} [{min(meas):5.2f}, "
-                      f"{max(meas):5.2f}]          {100 * (pred - med) / med:+5.0f}%  "
-                      f"{'yes' if inside else 'NO'}")
-    mid = lambda xs: 100 * statistics.median(xs)
-    print(f"median |error| {mid(errs):.0f}% (durable {mid(by_sync['durable']):.0f}%, relaxed "
-          f"{mid(by_sync['relaxed']):.0f}%), largest {100 * max(errs):.0f}%")
+    cases = [(key, m) for key, m in sorted(meas.items()) if key[2] > 0 and m["speedup"]]
+    variants = list(OFF) + ["with the measured CPU"]
+    print(f"{'variant':30} {'median |error|':>15} {'durable':>8} {'relaxed':>8} {'inside':>7}")
+    for name in variants:
+        errs = {"durable": [], "relaxed": []}
+        inside = 0
+        for (sync, mode, w), m in cases:
+            base = prof[sync]
+            par = replace(base, **OFF.get(name, {}))
+            if name == "with the measured CPU":
+                first = predict(trace, base, mode, w)
+                extra = (statistics.median(m["cpu"]) - first["cpu_s"]) * 1e6 / n
+                par = replace(base, coordination=max(0.0, base.coordination + extra))
+            pred = predict(trace, base, mode, w, par)["speedup"]
+            med = statistics.median(m["speedup"])
+            errs[sync].append(abs(pred - med) / med)
+            inside += min(m["speedup"]) - 1e-9 <= pred <= max(m["speedup"]) + 1e-9
+        every = errs["durable"] + errs["relaxed"]
+        pct = lambda xs: f"{100 * statistics.median(xs):.0f}%" if xs else "-"
+        print(f"{name:30} {pct(every):>15} {pct(errs['durable']):>8} "
+              f"{pct(errs['relaxed']):>8} {inside:>3}/{len(cases)}")
     return 0
 
 
