@@ -171,7 +171,8 @@ def test_calibration_pipeline_end_to_end(tmp_path):
                         "--workload", "oltp_update_index", "--threads", "8", "--events", "300",
                         "--time", "60", "--tables", "2", "--table-size", "200",
                         "--threads-list", "0,2", "--modes", "conservative", "--rounds", "1",
-                        "--port", "33357"], capture_output=True, text=True, timeout=170)
+                        "--port", "33357", "--cpu-min", "0"],   # pipeline only: keep every run
+                       capture_output=True, text=True, timeout=170)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     meta = json.loads((out / "meta.json").read_text())
     assert meta["complete"] and meta["trace"]["transactions"] == 300
@@ -184,6 +185,7 @@ def test_calibration_pipeline_end_to_end(tmp_path):
         assert row["checksum_ok"] == "True"                      # replica equals primary
         assert int(row["d_binlog_commits"]) == 300               # log_slave_updates: all applied
         assert float(row["apply_s"]) > 0
+        assert float(row["cpu_avail"]) > 0 and float(row["fsync_ms"]) > 0   # the host probes
     # this run's private servers are gone (matched by its own workdir: another calibration
     # may be running on the same machine)
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout

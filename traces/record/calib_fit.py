@@ -38,20 +38,21 @@ import statistics
 CPU_MIN = 0.75   # a run is disturbed when the host gave less than this share of its CPUs
 
 
-def disturbed(r: dict, cpus: int) -> bool:
-    """Another tenant held more than a quarter of the host's CPU right before the apply (the
-    `cpu_avail` probe; rows measured before the probe existed have none)."""
-    return bool(r.get("cpu_avail")) and float(r["cpu_avail"]) < CPU_MIN * cpus
+def disturbed(r: dict, cpus: int, cpu_min: float = CPU_MIN) -> bool:
+    """Another tenant held more than `1 - cpu_min` of the host's CPU right before the apply
+    (the `cpu_avail` probe; rows measured before the probe existed have none)."""
+    return bool(r.get("cpu_avail")) and float(r["cpu_avail"]) < cpu_min * cpus
 
 
 def load_runs(folder: str) -> list[dict]:
     """The runs that count: not repeated (heavy steal), not disturbed."""
-    cpus = load_meta(folder)["host"]["cpus"]
+    meta = load_meta(folder)
+    cpus, cpu_min = meta["host"]["cpus"], meta.get("cpu_min", CPU_MIN)
     with open(os.path.join(folder, "runs.csv")) as f:
         rows = list(csv.DictReader(f))
     out = []
     for r in rows:
-        if r["repeated"] == "True" or disturbed(r, cpus):
+        if r["repeated"] == "True" or disturbed(r, cpus, cpu_min):
             continue                      # its repetition (or the other rounds) counts
         r["threads"] = int(r["threads"])
         r["apply_s"] = float(r["apply_s"])

@@ -256,7 +256,7 @@ def _meta(a, info, stats, t_start, load_start, n_runs, complete: bool, probes=No
                  "kernel": os.uname().release},
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t_start)),
         "total_s": round(time.time() - t_start, 1), "runs": n_runs, "rounds": a.rounds,
-        "steal_max": a.steal_max, "seed": a.seed,
+        "steal_max": a.steal_max, "cpu_min": a.cpu_min, "seed": a.seed,
         "replica_settings": {"common": {k: v for k, v in replica_settings(
             "/x", "durable", "conservative", 4).items()
             if k not in ("log_bin", "relay_log", "slave_parallel_threads", "slave_parallel_mode")
@@ -333,7 +333,8 @@ def cmd_measure(a) -> int:
             row.update(round=rnd, order=i, repeated=False,
                         purpose="fit" if (sync, mode, threads) in fit_cfgs else "predict")
             heavy = (row["steal"] > a.steal_max
-                     or disturbed({"cpu_avail": row["cpu_avail"]}, os.cpu_count() or 1))
+                     or disturbed({"cpu_avail": row["cpu_avail"]}, os.cpu_count() or 1,
+                                  a.cpu_min))
             if heavy and tries < a.max_repeats:
                 row["repeated"] = True        # kept in the file, left out of the statistics
                 queue.append(((sync, mode, threads), tries + 1))
@@ -375,6 +376,9 @@ def main(argv=None) -> int:
                    help="leave out the 1-thread runs that measure the driver's CPU")
     m.add_argument("--steal-max", type=float, default=0.10,
                    help="repeat a run whose CPU steal share exceeds this")
+    m.add_argument("--cpu-min", type=float, default=0.75,
+                   help="repeat a run when, right before it, a busy process per CPU got less "
+                        "than this share of the host's CPUs (another tenant was busy); 0: never")
     m.add_argument("--max-repeats", type=int, default=2)
     m.add_argument("--port", type=int, default=33207)
     m.add_argument("--workdir")
