@@ -68,12 +68,15 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     current: list[TxnRun | None] = [None] * workers
     cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
-    stage = CommitStage(profile.sync, True, heap, counter, sync_cpu=profile.sync_cpu, cpus=cpus)
+    stage = CommitStage(profile.sync, True, heap, counter, sync_cpu=profile.sync_cpu, cpus=cpus,
+                        member_cpu=profile.commit_serial)
     # the commit step (prepare's redo sync) as a flush resource, when the profile says how
     flush = (LogFlush(profile.commit_grouped, profile.commit_cpu, cpus, heap, counter, READY)
              if profile.commit_grouped or (cpus is not None and profile.commit_cpu > 0)
              else None)
-    coordination = profile.coordination
+    # a worker's own CPU per transaction in parallel mode: plus coordination, minus what the
+    # group-commit leader does for it
+    coordination = profile.coordination - profile.commit_serial
     driver = CpuTask() if cpus is not None and profile.dispatch > 0 else None
     driver_busy = False                           # the driver's dispatch is on a core
     background = profile.background_cpu if cpus is not None else 0.0
@@ -102,7 +105,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         nonlocal nxt, committed_upto
         nxt = next(runs, None)
         if nxt is not None:
-            nxt.exec += coordination
+            nxt.exec = max(0.0, nxt.exec + coordination)
         if nxt is not None and stage.next_seq is None:
             stage.next_seq = nxt.seq
             committed_upto = nxt.seq - 1

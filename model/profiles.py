@@ -38,6 +38,10 @@ class Profile:
     # CPU the server's other threads (purge, page cleaner, binlog background thread) spend per
     # committed transaction: with cores modelled it occupies a core after each commit (MariaDB).
     background_cpu: float = 0.0
+    # Part of `exec` that a parallel MariaDB replica's group-commit leader does for each member
+    # one after the other (writing its binlog events, committing it in order): in parallel mode
+    # it moves out of the worker's `exec` into the leader's serial work (on a core with cores).
+    commit_serial: float = 0.0
 
     def exec_cost(self, txn) -> float:
         return self.exec_default if txn.exec is None else txn.exec

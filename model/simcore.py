@@ -82,7 +82,7 @@ class CommitStage:
     """
 
     __slots__ = ("sync", "ordered", "busy", "waiting", "next_seq", "heap", "counter", "pending",
-                 "sync_cpu", "cpus")
+                 "sync_cpu", "cpus", "member_cpu")
 
     # Event kinds, shared with the appliers' event loops.
     SYNC_END = 2
@@ -90,7 +90,7 @@ class CommitStage:
     SYNC_CPU = 5
 
     def __init__(self, sync: float, ordered: bool, heap: list, counter, *,
-                 sync_cpu: float = 0.0, cpus: "CpuPool | None" = None):
+                 sync_cpu: float = 0.0, cpus: "CpuPool | None" = None, member_cpu: float = 0.0):
         self.sync = sync
         self.ordered = ordered
         self.busy = False
@@ -103,6 +103,10 @@ class CommitStage:
         # costs CPU, docs/calibration.md); only with cores modelled.
         self.sync_cpu = min(sync_cpu, sync) if cpus is not None else 0.0
         self.cpus = cpus
+        # CPU the leader spends on each member, one after the other, before the sync (MariaDB's
+        # trx_group_commit_leader writes every member's binlog events and commits it in order);
+        # a plain delay without cores
+        self.member_cpu = member_cpu
 
     def add(self, run: TxnRun, now: float) -> None:
         """`run` is ready to commit. The group forms after every event of this instant, so
@@ -149,14 +153,16 @@ class CommitStage:
             batch = [waiting[s] for s in sorted(waiting)]
             waiting.clear()
         self.busy = True
-        if self.sync_cpu > 0:
+        members = self.member_cpu * len(batch)
+        if self.cpus is not None and self.sync_cpu + members > 0:
             task = CpuTask()
-            self.cpus.execute(task, now, self.sync_cpu, self.SYNC_CPU, (task, batch))
+            self.cpus.execute(task, now, self.sync_cpu + members, self.SYNC_CPU, (task, batch))
         else:
-            heapq.heappush(self.heap, (now + self.sync, next(self.counter), self.SYNC_END, batch))
+            heapq.heappush(self.heap, (now + members + self.sync, next(self.counter),
+                                       self.SYNC_END, batch))
 
     def sync_cpu_done(self, payload, now: float) -> None:
-        """The leader's CPU part of the sync ended: it leaves its core and waits for the disk."""
+        """The leader's CPU part ended: it leaves its core and waits for the disk."""
         task, batch = payload
         self.cpus.release(task, now)
         heapq.heappush(self.heap, (now + self.sync - self.sync_cpu, next(self.counter),

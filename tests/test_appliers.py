@@ -299,3 +299,17 @@ def test_background_cpu_competes_for_the_cores():
     runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 1,
                       replace(prof, background_cpu=4))
     assert times(runs, "commit") == [10, 24]
+
+
+def test_the_group_leader_commits_each_member_serially():
+    """commit_serial moves that part of exec to the leader: 3 members cost it 3 x 2."""
+    trace = same_group([10, 10, 10])
+    prof = Profile("t", 1, 0, 0, 0, 0, "test")
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 3, prof)
+    assert times(runs, "commit") == [10, 10, 10]
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 3,
+                      replace(prof, commit_serial=2))
+    assert times(runs, "exec_end") == [8, 8, 8]
+    assert times(runs, "commit") == [14, 14, 14]          # one group: 8 + 3 x 2
+    serial, _ = collect("serial", trace.txns, 1, replace(prof, commit_serial=2))
+    assert max(times(serial, "commit")) == 30              # the serial replay is unchanged

@@ -18,7 +18,8 @@ from strategies import traces
 # redo flush, driver on a core, coordination and background CPU)
 PROFILES = [get_profile("ideal"), get_profile("durable"), get_profile("durable", cores=2),
             replace(get_profile("durable", cores=2), sync_cpu=300.0, commit_cpu=10.0,
-                    commit_grouped=True, coordination=40.0, background_cpu=30.0)]
+                    commit_grouped=True, coordination=40.0, background_cpu=30.0,
+                    commit_serial=20.0)]
 
 
 def violations(scheduler, trace, workers, profile, **kw):

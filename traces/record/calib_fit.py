@@ -19,6 +19,9 @@ parallel timing the profiles then predict:
 - sync_cpu / commit_cpu: the CPU part of each sync, from the serial SQL thread's CPU seconds
   (binlog_sync − relaxed per group; durable − binlog_sync per transaction), at most the sync's
   own time; commit_grouped: the redo sync is InnoDB's log group flush (structure, not a fit);
+- commit_serial: (relaxed serial − no_binlog serial) / N, the replica's own binlog write per
+  transaction, which a parallel replica's group-commit leader does for each member in turn
+  (0 for folders measured without the no_binlog run);
 - background_cpu: the serial apply's process CPU minus its SQL thread's, per transaction: the
   server's other threads (purge, page cleaner, binlog background), which compete for the cores
   once the apply is parallel;
@@ -119,6 +122,9 @@ def fit(folder: str) -> dict:
                                      / groups["binlog_sync"] * us))
         commit_cpu = min(commit_dur, max(0.0, (sql_cpu["durable"] - sql_cpu["binlog_sync"])
                                          / n * us))
+    no_binlog = _med([r["apply_s"] for r in _serial(runs, "no_binlog")])
+    commit_serial = (min(exec_cost, max(0.0, (med_t["relaxed"] - no_binlog) / n * us))
+                     if no_binlog is not None else 0.0)
     avail = [float(r["cpu_avail"]) for r in runs if r.get("cpu_avail")]
     cores = max(1, round(_med(avail))) if avail else meta["host"]["cpus"]
     rounds = sorted({r["round"] for r in runs})
@@ -140,6 +146,7 @@ def fit(folder: str) -> dict:
                        "relaxed_serial_cpu": serial_cpu / n * us,
                        "coordination": coordination, "sync_cpu": sync_cpu,
                        "commit_cpu": commit_cpu, "background_cpu": background,
+                       "commit_serial": commit_serial,
                        "one_thread_process_cpu": (_med(one_thread_cpu) / n * us
                                                   if one_thread_cpu else None)},
         "serial_sql_thread_cpu_s": sql_cpu,
@@ -147,7 +154,8 @@ def fit(folder: str) -> dict:
         "non_additivity_us": commit_dur - redo_alone,
     }
     common = dict(exec_default=round(exec_cost, 3), dispatch=round(dispatch, 3), retry=0.0,
-                  cores=cores, coordination=round(coordination, 3))
+                  cores=cores, coordination=round(coordination, 3),
+                  commit_serial=round(commit_serial, 3))
     how = ("fitted by traces/record/calibrate.py fit from the serial applies and server "
            "counters only (docs/calibration.md); " + src)
     profiles = [

@@ -47,7 +47,8 @@ def predict(trace, profile, mode: str, workers: int, parallel_profile=None) -> d
     prof = parallel_profile or profile
     groups = len({r.commit for r in runs})      # one sync ends each commit group
     flushes = len({r.ready for r in runs}) if prof.commit_grouped else len(runs)
-    cpu = (sum(r.exec for r in runs) + len(runs) * (prof.dispatch + prof.background_cpu)
+    cpu = (sum(r.exec for r in runs)
+           + len(runs) * (prof.dispatch + prof.background_cpu + prof.commit_serial)
            + groups * prof.sync_cpu + flushes * prof.commit_cpu)
     return {"makespan_s": ms / 1e6, "speedup": serial_ms / ms, "groups": groups,
             "retries": sum(r.retries for r in runs), "cpu_s": cpu / 1e6}
@@ -98,7 +99,7 @@ def build(folder: str, profiles_path: str | None = None) -> list[dict]:
         from dataclasses import replace
         base = predict(trace, prof, mode, threads, replace(
             prof, coordination=0.0, sync_cpu=0.0, commit_cpu=0.0, commit_grouped=False,
-            background_cpu=0.0))
+            background_cpu=0.0, commit_serial=0.0))
         # diagnostic, not a prediction: the worker CPU per transaction set so that the model
         # spends the CPU the replica measurably spent in this configuration (its counters)
         matched = None

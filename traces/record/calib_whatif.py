@@ -7,7 +7,8 @@ speedups. Diagnostic only: nothing is fitted here and nothing is written.
 
 Variants: the fitted model; without worker coordination CPU; without the CPU parts of the
 syncs (sync_cpu, commit_cpu); without the redo log's group flush (commit_grouped); without the
-server's background CPU; all of them off (the model before the second calibration); and with
+server's background CPU; without the group-commit leader's serial per-member
+work (commit_serial); all of them off (the model before the second calibration); and with
 each configuration's measured CPU (the worker CPU per transaction set from that
 configuration's own counters: not a prediction, it shows what is left once CPU is known).
 Per variant: median |error| over the parallel configurations, durable and relaxed, and how many
@@ -34,8 +35,9 @@ OFF = {
     "without sync/commit CPU": {"sync_cpu": 0.0, "commit_cpu": 0.0},
     "without grouped redo flush": {"commit_grouped": False},
     "without background CPU": {"background_cpu": 0.0},
+    "without the leader's serial commit": {"commit_serial": 0.0},
     "all of them off": {"coordination": 0.0, "sync_cpu": 0.0, "commit_cpu": 0.0,
-                        "commit_grouped": False, "background_cpu": 0.0},
+                        "commit_grouped": False, "background_cpu": 0.0, "commit_serial": 0.0},
 }
 
 
@@ -58,7 +60,7 @@ def main(argv=None) -> int:
     n = len(trace.txns)
     cases = [(key, m) for key, m in sorted(meas.items()) if key[2] > 0 and m["speedup"]]
     variants = list(OFF) + ["with the measured CPU"]
-    print(f"{'variant':30} {'median |error|':>15} {'durable':>8} {'relaxed':>8} {'inside':>7}")
+    print(f"{'variant':36} {'median |error|':>15} {'durable':>8} {'relaxed':>8} {'inside':>7}")
     for name in variants:
         errs = {"durable": [], "relaxed": []}
         inside = 0
@@ -75,7 +77,7 @@ def main(argv=None) -> int:
             inside += min(m["speedup"]) - 1e-9 <= pred <= max(m["speedup"]) + 1e-9
         every = errs["durable"] + errs["relaxed"]
         pct = lambda xs: f"{100 * statistics.median(xs):.0f}%" if xs else "-"
-        print(f"{name:30} {pct(every):>15} {pct(errs['durable']):>8} "
+        print(f"{name:36} {pct(every):>15} {pct(errs['durable']):>8} "
               f"{pct(errs['relaxed']):>8} {inside:>3}/{len(cases)}")
     return 0
 

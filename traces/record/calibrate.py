@@ -50,6 +50,11 @@ SYNC_SETTINGS = {  # the replica's durability settings
     # binlog's group sync and InnoDB's prepare-time redo sync
     "binlog_sync": {"sync_binlog": "1", "innodb_flush_log_at_trx_commit": "2"},
     "redo_sync": {"sync_binlog": "0", "innodb_flush_log_at_trx_commit": "1"},
+    # fit only (serial): relaxed without writing the replica's own binlog (log_slave_updates
+    # OFF): the part of the execution the binlog write is, which a parallel replica's group
+    # commit leader does for every member one after the other
+    "no_binlog": {"sync_binlog": "0", "innodb_flush_log_at_trx_commit": "2",
+                  "log_slave_updates": "OFF"},
 }
 COUNTERS = ("slave_retried_transactions", "binlog_commits", "binlog_group_commits",
             "binlog_group_commit_trigger_count", "binlog_group_commit_trigger_timeout",
@@ -82,8 +87,8 @@ def replica_settings(workdir: str, sync: str, mode: str, threads: int) -> dict:
     d = os.path.join(workdir, "data")
     s = dict(BASE_SETTINGS, server_id="2", log_bin=os.path.join(d, "binlog"),
              log_slave_updates="ON", relay_log=os.path.join(d, "relay"),
-             skip_slave_start="ON", slave_parallel_threads=str(threads),
-             **SYNC_SETTINGS[sync])
+             skip_slave_start="ON", slave_parallel_threads=str(threads))
+    s.update(SYNC_SETTINGS[sync])
     if threads:
         s["slave_parallel_mode"] = mode
     return s
@@ -306,7 +311,8 @@ def cmd_measure(a) -> int:
     cfgs = configs(a.threads_list, a.modes, a.syncs)
     # fit-only runs, never predicted: one worker thread (the driver's CPU = dispatch cost) and
     # the serial apply with one sync at a time (splits the durable sync cost)
-    fit_cfgs = ([("relaxed", "conservative", 1), ("binlog_sync", "-", 0), ("redo_sync", "-", 0)]
+    fit_cfgs = ([("relaxed", "conservative", 1), ("binlog_sync", "-", 0), ("redo_sync", "-", 0),
+                 ("no_binlog", "-", 0)]
                 if a.fit_runs else [])
     runs_csv = os.path.join(a.out, "runs.csv")
     with open(runs_csv, "w", newline="") as f:
