@@ -1,6 +1,7 @@
-"""Subcommands `validate-schedule` and `mutants` (model/cli.py PLUGIN_COMMANDS).
+"""Subcommands `validate-schedule`, `conform-states` and `mutants` (model/cli.py PLUGIN_COMMANDS).
 
     commitsched validate-schedule TRACE --scheduler S --workers W [--keep DIR] [--spec-bug B]
+    commitsched conform-states TRACE --scheduler S --workers W [--first N] [--inject-bug B]
     commitsched mutants [--json] [--only ID ...] [--examples N]
 """
 from __future__ import annotations
@@ -36,6 +37,36 @@ def add_subcommands(sub, add_model_options) -> None:
     v.add_argument("--timeout", type=float, default=170.0, help="TLC time limit in seconds")
     add_model_options(v)
     v.set_defaults(func=cmd_validate_schedule)
+
+    c = sub.add_parser(
+        "conform-states",
+        help="compare the Python step rules with the applier spec in every reachable state",
+        description="Annotate TRACE (a few transactions: the state space grows fast) under one "
+                    "scheduler, let TLC enumerate the reachable states of the applier spec with "
+                    "that trace fixed, and check in every state that the simulator's rules "
+                    "(commitsched.steps_mysql / steps_mariadb) enable exactly the spec's "
+                    "actions, with the same arguments and successors. Exit 0 when they agree, "
+                    "1 on a mismatch (each names the action and the state).")
+    c.add_argument("trace")
+    c.add_argument("--scheduler", required=True, metavar="S",
+                   help="TRACKER+APPLIER with a clock tracker and the mysql applier, or "
+                        "mariadb_conservative / mariadb_optimistic")
+    c.add_argument("--workers", type=int, required=True, metavar="W")
+    c.add_argument("--first", type=int, metavar="N", help="only the first N transactions")
+    c.add_argument("--inject-bug", action="append", metavar="NAME", default=[],
+                   help="turn an applier bug flag on in the Python rules")
+    c.add_argument("--spec-bug", action="append", metavar="NAME", default=[],
+                   help="turn a bug flag on in the spec")
+    c.add_argument("--no-preserve-commit-order", action="store_true",
+                   help="mysql: replica_preserve_commit_order off")
+    c.add_argument("--checkpoint-group", type=int, default=512, metavar="N",
+                   help="mysql: replica_checkpoint_group (default 512)")
+    c.add_argument("--keep", metavar="DIR", help="leave the generated module, the dot dump and "
+                   "TLC's output in DIR")
+    c.add_argument("--limit", type=int, default=5, help="mismatches to print (default 5)")
+    c.add_argument("--json", action="store_true")
+    c.add_argument("--timeout", type=float, default=300.0, help="TLC time limit in seconds")
+    c.set_defaults(func=cmd_conform_states)
 
     m = sub.add_parser(
         "mutants",
@@ -107,6 +138,49 @@ def cmd_validate_schedule(args) -> int:
         if keep:
             print(f"(module, cfg and TLC output in {keep})")
     return 0 if verdict.accepted else 1
+
+
+def cmd_conform_states(args) -> int:
+    from commitsched import cli
+    from commitsched.bugs import UnknownBug, check_bugs
+    from commitsched.trace import TraceError, load_trace
+
+    from . import state_graph as sg
+    if args.workers < 1:
+        raise cli.UsageError("--workers must be at least 1")
+    if args.first is not None and args.first < 1:
+        raise cli.UsageError("--first must be at least 1")
+    if args.checkpoint_group < 1:
+        raise cli.UsageError("--checkpoint-group must be at least 1")
+    try:
+        bugs, spec_bugs = check_bugs(args.inject_bug), check_bugs(args.spec_bug)
+    except UnknownBug as e:
+        raise cli.UsageError(str(e)) from None
+    try:
+        trace = load_trace(args.trace)
+    except (OSError, TraceError) as e:
+        raise cli.UsageError(f"conform-states: {e}") from None
+    txns = trace.txns[:args.first] if args.first else trace.txns
+    keep = Path(args.keep) if args.keep else None
+    try:
+        case = sg.make_case(args.scheduler, txns, args.workers, bugs=bugs,
+                            label=f"{Path(args.trace).name} {args.scheduler} W={args.workers}",
+                            checkpoint_group=args.checkpoint_group,
+                            preserve_commit_order=not args.no_preserve_commit_order)
+        res = sg.compare([case], spec_bugs=spec_bugs, timeout=args.timeout, keep=keep)
+    except sg.StateGraphError as e:
+        raise cli.UsageError(f"conform-states: {e}") from None
+    if args.json:
+        print(json.dumps({
+            "trace": args.trace, "scheduler": args.scheduler, "workers": args.workers,
+            "spec": case.spec, "transactions": len(txns), "states": res.states,
+            "transitions": res.transitions, "agree": res.ok, "seconds": round(res.seconds, 2),
+            "mismatches": [{"kind": m.kind, "action": sg.show_action(m.action) if m.action
+                            else None, "state": {k: v for k, v in m.state.items() if k != "k"},
+                            "detail": m.detail} for m in res.mismatches[:args.limit]]}))
+    else:
+        print(res.describe(args.limit))
+    return 0 if res.ok else 1
 
 
 def cmd_mutants(args) -> int:

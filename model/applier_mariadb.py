@@ -29,17 +29,18 @@ from collections import deque
 from typing import Callable, Iterable
 
 from .profiles import Profile
+from .rules import (MARIADB_LEVELS, gco_decision, gco_released, lock_conflict, marks_at_exec_end,
+                    next_thread, waits_for_mdl, waits_for_prior_commit)
 from .simcore import (CAUSES, CommitStage, CpuPool, CpuTask, Deadlock, EventLog, LogFlush,
                       SimulationError, TxnRun, account_commit_wait, new_runs)
 
-MODES = {"conservative": 1, "optimistic": 2, "aggressive": 3}
+MODES = MARIADB_LEVELS
 MARIADB_BUGS = frozenset({"gco_start_on_exec", "optimistic_no_kill"})
 
 EXEC_END, READY, RESUME, DISPATCHED, BACKGROUND_DONE = 0, 1, 3, 8, 9
 SYNC_END, GROUP_START, SYNC_CPU = (CommitStage.SYNC_END, CommitStage.GROUP_START,
                                    CommitStage.SYNC_CPU)
 FLUSH_CPU, FLUSH_END = LogFlush.FLUSH_CPU, LogFlush.FLUSH_END
-MULTI_BATCH, FORCE_SWITCH = 1, 2
 PHASE_GCO, PHASE_PRIOR, PHASE_LOCKS = 0, 1, 2
 
 
@@ -114,30 +115,12 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         """`rpl_parallel::do_event`: the GCO this transaction joins and its speculation."""
         nonlocal gco_wait_count, gco_flags, last_commit_id
         group_id, flags = run.dep
-        ddl = "ddl" in flags
-        f = gco_flags
-        if not group_id or group_id != last_commit_id:
-            f |= MULTI_BATCH
-        if ddl:
-            f |= FORCE_SWITCH
-        wait = False
-        if not f & MULTI_BATCH:
-            new_gco = False
-        elif level >= MODES["optimistic"] and not f & FORCE_SWITCH:
-            new_gco = False
-            wait = ("transactional" not in flags or (
-                level < MODES["aggressive"]
-                and ("allow_parallel" not in flags or "waited" in flags)))
-        else:
-            new_gco = True
+        new_gco, gco_flags, run.spec_wait = gco_decision(gco_flags, last_commit_id, group_id,
+                                                         flags, level)
         last_commit_id = group_id
         if new_gco:
             gco_wait_count = queued
-            gco_flags = FORCE_SWITCH if ddl else 0
-        else:
-            gco_flags = f
         run.gco_wait = gco_wait_count
-        run.spec_wait = wait
 
     def wait(run: TxnRun, why: str, now: float) -> None:
         run.wait_cause, run.wait_since = why, now
@@ -151,19 +134,18 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         nonlocal count_started
         resume(run, now)
         if run.phase == PHASE_GCO:
-            reached = count_started if start_on_exec else count_committing
-            if reached < run.gco_wait:
+            if not gco_released(run.gco_wait, count_committing, count_started, start_on_exec):
                 heapq.heappush(gco_waiters, (run.gco_wait, run.seq, run))
                 wait(run, "gco_wait", now)
                 return
             run.phase = PHASE_PRIOR
         if run.phase == PHASE_PRIOR:
-            if (run.spec_wait or run.retries) and committed_upto < run.seq - 1:
+            if waits_for_prior_commit(run.spec_wait, run.retries > 0, committed_upto, run.seq):
                 prior_waiters[run.seq - 1] = run
                 wait(run, "prior_commit_wait", now)
                 return
             run.phase = PHASE_LOCKS
-        if "ddl" in run.dep[1] and committed_upto < run.seq - 1:
+        if waits_for_mdl("ddl" in run.dep[1], committed_upto, run.seq):
             prior_waiters[run.seq - 1] = run         # MDL: every earlier one must commit
             wait(run, "lock_wait", now)
             return
@@ -171,7 +153,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
             holder = locks.get(key)
             if holder is None or holder is run:
                 continue
-            if holder.seq < run.seq or no_kill:
+            if lock_conflict(holder.seq, run.seq, no_kill) == "wait":
                 lock_waiters.setdefault(holder.seq, []).append(run)
                 wait(run, "lock_wait", now)
                 return
@@ -242,7 +224,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         queues[slot].append(run)
         queued += 1
         take_next(slot, driver_t)
-        slot = (slot + 1) % workers
+        slot = next_thread(slot, workers)
         advance()
 
     advance()
@@ -282,7 +264,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                     log("exec_end", run.seq, t, None)
                 if cpus is not None:
                     cpus.release(run, t)
-                if "ddl" not in run.dep[1]:
+                if marks_at_exec_end("ddl" in run.dep[1]):
                     mark_start_commit(run, t)
                 if flush is None:
                     run.ready = t + run.commit_cost

@@ -24,6 +24,7 @@ from typing import Callable, Iterable
 from .profiles import Profile
 from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, EventLog, SimulationError,
                       TxnRun, account_commit_wait, new_runs, start_work, work_done)
+from .rules import LowWaterMark, coordinator_wait, lowest_idle_worker
 from .trackers import ClockOrder
 
 READY = 1
@@ -61,7 +62,7 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
                         cpus=cpus)
     blocked = dict.fromkeys(CAUSES, 0.0)
 
-    lwm = 0
+    lwm = LowWaterMark(not_prefix=not_prefix, rotation_ignored=rotation_ignored)
     coord_t = 0.0
     cause = None                          # why the coordinator is blocked, or None
     since = 0.0
@@ -83,17 +84,8 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
                 stage.next_seq = nxt.seq
 
     def why_blocked():
-        if len(gaq) >= checkpoint_group:
-            return "window_full"
-        if gaq:
-            if nxt_barrier:
-                return "barrier"
-            lc = nxt.dep[0]
-            if lc > (lwm + 1 if off_by_one else lwm):
-                return "dependency"
-        if not free:
-            return "no_free_worker"
-        return None
+        return coordinator_wait(len(gaq), checkpoint_group, nxt_barrier, nxt.dep[0], lwm.value,
+                                bool(free), off_by_one=off_by_one)
 
     advance()
     while True:
@@ -103,9 +95,9 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
                 since = coord_t
                 continue
             run = nxt
-            if nxt_barrier and not rotation_ignored:
-                lwm = 0
-            run.worker = heapq.heappop(free)
+            if nxt_barrier:
+                lwm.barrier_dispatched()
+            run.worker = lowest_idle_worker(free)
             run.dispatch = coord_t
             coord_t += dispatch_cost
             start_work(run, coord_t, cpus, heap, counter, READY)
@@ -138,15 +130,12 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
                 account_commit_wait(run, sync, ordered, blocked)
                 heapq.heappush(free, run.worker)
                 committed += 1
-                if not_prefix:
-                    lwm = max(lwm, run.dep[1])
+                lwm.committed(run.dep[1])
                 if log is not None:
                     log("commit", run.seq, t, None)
                 sink(run)
             while gaq and gaq[0].done:
-                head = gaq.popleft()
-                if not not_prefix:
-                    lwm = max(lwm, head.dep[1]) if rotation_ignored else head.dep[1]
+                lwm.released(gaq.popleft().dep[1])
             stage.group_done(payload, t)
         if cause is not None:
             now_cause = why_blocked()

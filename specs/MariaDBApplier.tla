@@ -30,7 +30,9 @@
 (*     predecessor, FORCE_SWITCH for FL_DDL; same batch -> same GCO;       *)
 (*     optimistic and no FORCE_SWITCH -> same GCO (speculation WAIT when  *)
 (*     FL_WAITED, i.e. start only after the predecessor committed);        *)
-(*     otherwise a new GCO whose wait_count = t - 1.                       *)
+(*     otherwise a new GCO whose wait_count = t - 1.  The first            *)
+(*     transaction finds the domain's initial GCO (wait_count 0, flags 0): *)
+(*     under optimistic it joins it and sets MULTI_BATCH there (§3.5).     *)
 (*   Start(t)  t's thread has finished every earlier event group queued    *)
 (*     to it (a thread runs its queue in order, commit included),          *)
 (*     do_gco_wait passed (every transaction before t's GCO did            *)
@@ -120,7 +122,8 @@ AInit ==
     /\ tstate = [t \in Txns |-> "queued"]
     /\ gco = [t \in Txns |-> 0]
     /\ specwait = [t \in Txns |-> FALSE]
-    /\ drv = [first |-> 0, multi |-> FALSE, force |-> FALSE, lastcid |-> 0]
+    \* the initial GCO (wait_count 0, flags 0) exists before the first transaction
+    /\ drv = [first |-> 1, multi |-> FALSE, force |-> FALSE, lastcid |-> 0]
     /\ marked = [t \in Txns |-> FALSE]
     /\ retry = [t \in Txns |-> FALSE]
     /\ lk = [k \in Keys |-> 0]
@@ -134,9 +137,9 @@ Dispatch(t, w) ==
     /\ tstate[t] = "queued"
     /\ IF t = 1 THEN TRUE ELSE tstate[t - 1] # "queued"   \* relay-log order
     /\ w = Slot(t)
-    /\ LET multi == (t > 1 /\ drv.multi) \/ cid[t] = 0 \/ cid[t] # drv.lastcid
-           force == (t > 1 /\ drv.force) \/ txn[t].ddl
-           join  == t > 1 /\ (~multi \/ (Mode = "optimistic" /\ ~force))
+    /\ LET multi == drv.multi \/ cid[t] = 0 \/ cid[t] # drv.lastcid
+           force == drv.force \/ txn[t].ddl
+           join  == ~multi \/ (Mode = "optimistic" /\ ~force)
        IN /\ gco' = [gco EXCEPT ![t] = IF join THEN drv.first ELSE t]
           /\ drv' = IF join
                     THEN [first |-> drv.first, multi |-> multi, force |-> force,

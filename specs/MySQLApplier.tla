@@ -43,7 +43,8 @@
 (*       schedule_next_event, so the start rule is a guard of Dispatch.    *)
 (*       lwm = the (effective) sequence_number of the last transaction of  *)
 (*       the longest committed prefix, or 0 when that transaction lies in  *)
-(*       an earlier binlog file (the rotation barrier resets lwm to 0).    *)
+(*       an earlier binlog file or a barrier dispatched after it is not    *)
+(*       yet released (dispatching a barrier resets lwm to 0).             *)
 (*   Start(t)    §1.4  t starts applying on its worker; it reads its keys. *)
 (*   ExecEnd(t)  t reached its XID event.                                  *)
 (*   Commit(t)   §1.7  t commits and writes its keys; with preserve commit *)
@@ -136,10 +137,15 @@ Barrier(t) == \/ FirstInFile(t)
               \/ sn[t] > sn[t - 1] + 1             \* sequence gap
 
 SameFileLwm(u, t) == rotation_ignored \/ file[u] = file[t]
+\* Dispatching a barrier resets the lwm to 0 (§1.4 "reset lwm := 0"): until it is released
+\* the lwm counts nothing before it.  (rotation_ignored: never reset.)
+AfterReset(u, t) == rotation_ignored \/ ~\E b \in (u + 1)..(t - 1) : Barrier(b)
 Lwm(t) ==
   IF lwm_not_prefix
-  THEN Max({EffSeq(u) : u \in {v \in Txns : Committed(v) /\ SameFileLwm(v, t)}})
-  ELSE IF Prefix > 0 /\ SameFileLwm(Prefix, t) THEN EffSeq(Prefix) ELSE 0
+  THEN Max({EffSeq(u) : u \in {v \in Txns : Committed(v) /\ SameFileLwm(v, t)
+                                             /\ AfterReset(v, t)}})
+  ELSE IF Prefix > 0 /\ SameFileLwm(Prefix, t) /\ AfterReset(Prefix, t)
+       THEN EffSeq(Prefix) ELSE 0
 
 Idle(w) == \A u \in Txns : worker[u] # w
 LowestIdle(w) == Idle(w) /\ \A v \in 1..(w - 1) : ~Idle(v)

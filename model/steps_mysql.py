@@ -1,0 +1,167 @@
+"""The MySQL LOGICAL_CLOCK applier as an untimed step function over MySQLApplier.tla's state.
+
+`enabled(model, state)` is the set of actions `(name, args)` the simulator's rules allow in a
+state, `apply(model, state, action)` the state after one. The state is the spec's, variable for
+variable (`tstate`, `worker`, `db`, `rd`), so that checks/state_graph.py can compare the two in
+every state TLC reaches. The rules are the simulator's own (applier_mysql.py calls the same
+functions): `rules.coordinator_wait` (GAQ window, barrier drain, `last_committed <= lwm`, an
+idle worker), `trackers.ClockOrder` (which transactions are barriers), `rules.LowWaterMark`
+(the lwm and its bugs), `rules.lowest_idle_worker`, and `simcore.CommitStage` (which ready
+transactions may commit, in order or not).
+
+What is abstracted (the simulator is timed, the spec is not):
+- Time and costs. The simulator dispatches as soon as the rules allow and starts the
+  transaction after the dispatch cost; here Dispatch and Start are separate steps and every
+  step the rules allow in a state is enabled, in any order.
+- Group commit: CommitStage makes a group of ready transactions durable together; here its
+  members commit one at a time. With commit order preserved the group is consecutive from the
+  first uncommitted transaction and its members commit in source order, so only the first is
+  enabled; without it any member may commit first.
+- The lwm is not a spec variable: it is replayed from the state with LowWaterMark's own updates
+  in the order the simulator makes them (a barrier is dispatched only once every earlier
+  transaction is released, so transaction order is that order).
+- `db`/`rd` (what each transaction read and wrote) are the spec's record of the data, kept here
+  the spec's way: the simulator has no data.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from .rules import LowWaterMark, coordinator_wait, lowest_idle_worker
+from .simcore import CommitStage
+from .trackers import ClockOrder
+
+ACTIONS = ("Dispatch", "Start", "ExecEnd", "Commit")
+BUGS = ("lwm_off_by_one", "lwm_not_prefix", "rotation_ignored", "commit_order_unenforced")
+
+
+@dataclass(frozen=True)
+class Model:
+    """One fixed trace under the mysql applier (the constants of MySQLApplier.tla)."""
+    n: int
+    workers: int
+    keys: int                         # key ids 1..keys
+    lc: tuple[int, ...]               # per transaction (index t - 1)
+    sn: tuple[int, ...]
+    file: tuple[int, ...]
+    ws: tuple[frozenset[int], ...]
+    checkpoint_group: int = 512
+    preserve_commit_order: bool = True
+    bugs: frozenset[str] = frozenset()
+
+    def barriers(self) -> tuple[bool, ...]:
+        clock = ClockOrder(rotation_ignored="rotation_ignored" in self.bugs)
+        out = []
+        for dep in zip(self.lc, self.sn, self.file):
+            p = clock.push(dep)
+            out.append(p.barrier_from == p.index)
+        return tuple(out)
+
+
+class State(NamedTuple):
+    tstate: tuple[str, ...]
+    worker: tuple[int, ...]                          # 0: none, else 1..workers
+    db: tuple[tuple[int, ...], ...]                  # per key: its writers, in order
+    rd: tuple[tuple[tuple[int, ...], ...], ...]      # per txn, per key: the value read
+
+
+def initial(m: Model) -> State:
+    no_read = ((),) * m.keys
+    return State(("queued",) * m.n, (0,) * m.n, ((),) * m.keys, (no_read,) * m.n)
+
+
+def _prefix(s: State) -> int:
+    p = 0
+    while p < len(s.tstate) and s.tstate[p] == "committed":
+        p += 1
+    return p
+
+
+def _lwm(m: Model, s: State, barriers: tuple[bool, ...]) -> int:
+    """The simulator's lwm in state `s`: LowWaterMark replayed over what happened."""
+    lwm = LowWaterMark(not_prefix="lwm_not_prefix" in m.bugs,
+                       rotation_ignored="rotation_ignored" in m.bugs)
+    p = _prefix(s)
+    for t, st in enumerate(s.tstate):
+        if st == "queued":
+            break
+        if barriers[t]:
+            lwm.barrier_dispatched()
+        if st == "committed":
+            lwm.committed(m.sn[t])
+        if t < p:
+            lwm.released(m.sn[t])
+    return lwm.value
+
+
+def _commit_group(m: Model, s: State) -> list[int]:
+    """The transactions (0-based) CommitStage would make durable now."""
+    ordered = m.preserve_commit_order and "commit_order_unenforced" not in m.bugs
+    heap: list = []
+    stage = CommitStage(0.0, ordered, heap, itertools.count())
+    stage.next_seq = _prefix(s)
+    stage.waiting = {t: t for t, st in enumerate(s.tstate) if st == "ready"}
+    stage.group_start(0.0)
+    if not heap:
+        return []
+    batch = heap[0][3]
+    return batch[:1] if ordered else batch
+
+
+def enabled(m: Model, s: State, barriers: tuple[bool, ...] | None = None) -> set[tuple]:
+    barriers = m.barriers() if barriers is None else barriers
+    out: set[tuple] = set()
+    nxt = next((t for t, st in enumerate(s.tstate) if st == "queued"), None)
+    if nxt is not None:
+        busy = set(s.worker)
+        idle = [w for w in range(m.workers) if w + 1 not in busy]
+        heapq.heapify(idle)
+        cause = coordinator_wait(nxt - _prefix(s), m.checkpoint_group, barriers[nxt],
+                                 m.lc[nxt], _lwm(m, s, barriers), bool(idle),
+                                 off_by_one="lwm_off_by_one" in m.bugs)
+        if cause is None:
+            out.add(("Dispatch", (nxt + 1, lowest_idle_worker(idle) + 1)))
+    for t, st in enumerate(s.tstate):
+        if st == "dispatched":
+            out.add(("Start", (t + 1,)))
+        elif st == "executing":
+            out.add(("ExecEnd", (t + 1,)))
+    for t in _commit_group(m, s):
+        out.add(("Commit", (t + 1,)))
+    return out
+
+
+def _set(tup: tuple, i: int, v) -> tuple:
+    return tup[:i] + (v,) + tup[i + 1:]
+
+
+def apply(m: Model, s: State, action: tuple) -> State:
+    name, args = action
+    t = args[0] - 1
+    if name == "Dispatch":
+        return s._replace(tstate=_set(s.tstate, t, "dispatched"), worker=_set(s.worker, t, args[1]))
+    if name == "Start":
+        read = tuple(s.db[k] if k + 1 in m.ws[t] else () for k in range(m.keys))
+        return s._replace(tstate=_set(s.tstate, t, "executing"), rd=_set(s.rd, t, read))
+    if name == "ExecEnd":
+        return s._replace(tstate=_set(s.tstate, t, "ready"))
+    if name == "Commit":
+        db = tuple(s.rd[t][k] + (t + 1,) if k + 1 in m.ws[t] else s.db[k]
+                   for k in range(m.keys))
+        return State(_set(s.tstate, t, "committed"), _set(s.worker, t, 0), db,
+                     _set(s.rd, t, ((),) * m.keys))
+    raise ValueError(f"unknown action {name}")
+
+
+def from_spec(m: Model, v: dict) -> State:
+    """The state TLC printed (parsed by checks/tla_values.py) as a State."""
+    def tup(x):
+        return tuple(tup(y) for y in x) if isinstance(x, list) else x
+    return State(tup(v["tstate"]), tup(v["worker"]), tup(v["db"]) if m.keys else (),
+                 tup(v["rd"]) if m.keys else ((),) * m.n)
+
+
+__all__ = ["Model", "State", "ACTIONS", "BUGS", "initial", "enabled", "apply", "from_spec"]
