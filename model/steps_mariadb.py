@@ -19,9 +19,9 @@ What is abstracted (the simulator is timed, the spec is not):
   and so this step function, takes the free ones at Start and the rest by ExecEnd; waiting
   for a lock is inside Start..ExecEnd, and the kill of a later holder is its own step (Kill)
   once the earlier transaction executes. The same rule (`lock_conflict`) decides wait or kill
-  and the same keys are locked (the transaction's writes); `waits_for_mdl`, a lock wait too,
-  is a guard of ExecEnd. Trace validation checks that the simulator's order is one of these
-  interleavings.
+  and the same keys are locked (the transaction's writes). A DDL takes no row lock: its MDL
+  (`waits_for_mdl`) is a guard of Start, as in the simulator; it reads and writes every key.
+  Trace validation checks that the simulator's order is one of these interleavings.
 - The driver's back-pressure (`max_queued`) is not modelled (unbounded thread queues, as in the
   spec); with the small traces compared here it never binds.
 - Group commit: the group CommitStage forms commits one member at a time, in source order.
@@ -91,6 +91,16 @@ def initial(m: Model) -> State:
                  (False,) * n, (0,) * k, (((),) * k,) * n, ((),) * k, frozenset())
 
 
+def _writes(m: Model, t: int) -> frozenset[int]:
+    """The keys t writes (the spec's WS): a DDL every key."""
+    return frozenset(range(1, m.keys + 1)) if m.ddl(t) else m.ws[t]
+
+
+def _locks(m: Model, t: int) -> frozenset[int]:
+    """The row locks t takes (the spec's LockSet): a DDL none, its MDL orders it instead."""
+    return frozenset() if m.ddl(t) else m.ws[t]
+
+
 def _committed_upto(s: State) -> int:
     p = 0
     while p < len(s.tstate) and s.tstate[p] == "committed":
@@ -119,16 +129,16 @@ def enabled(m: Model, s: State, slots: tuple[int, ...] | None = None) -> set[tup
             if (thread_free
                     and gco_released(s.gco[t] - 1, count_committing, count_started,
                                      "gco_start_on_exec" in m.bugs)
-                    and not waits_for_prior_commit(s.specwait[t], False, upto, seq)):
+                    and not waits_for_prior_commit(s.specwait[t], False, upto, seq)
+                    and not waits_for_mdl(m.ddl(t), upto, seq)):
                 out.add(("Start", (seq,)))
         elif st == "dispatched":
             if not waits_for_prior_commit(s.specwait[t], True, upto, seq):
                 out.add(("Retry", (seq,)))
         elif st == "executing":
-            if (all(s.lk[k - 1] in (0, seq) for k in m.ws[t])
-                    and not waits_for_mdl(m.ddl(t), upto, seq)):
+            if all(s.lk[k - 1] in (0, seq) for k in _locks(m, t)):
                 out.add(("ExecEnd", (seq,)))
-            for k in m.ws[t]:
+            for k in _locks(m, t):
                 holder = s.lk[k - 1]
                 if holder not in (0, seq) and lock_conflict(holder, seq, no_kill) == "kill":
                     out.add(("Kill", (holder,)))
@@ -150,12 +160,13 @@ def _take_free(m: Model, s: State, t: int, first: bool) -> State:
     """t locks and reads the free keys among its own (at Start/Retry: `first`, the rest unread;
     at ExecEnd: the earlier reads kept)."""
     seq = t + 1
-    free = {k for k in m.ws[t] if s.lk[k - 1] == 0}
+    free = {k for k in _locks(m, t) if s.lk[k - 1] == 0}
+    reads = _writes(m, t) if m.ddl(t) and first else free      # a DDL reads every row
     lk = tuple(seq if k + 1 in free else h for k, h in enumerate(s.lk))
-    read = tuple(s.db[k] if k + 1 in free else (() if first else s.rd[t][k])
+    read = tuple(s.db[k] if k + 1 in reads else (() if first else s.rd[t][k])
                  for k in range(m.keys))
     early = s.early | {(i + 1, seq) for i in range(t)
-                       if m.ws[i] & free and s.tstate[i] != "committed"}
+                       if _writes(m, i) & free and s.tstate[i] != "committed"}
     return s._replace(lk=lk, rd=_set(s.rd, t, read), early=frozenset(early))
 
 
@@ -181,7 +192,8 @@ def apply(m: Model, s: State, action: tuple) -> State:
         return s._replace(tstate=_set(s.tstate, t, "ready"),
                           marked=_set(s.marked, t, marks_at_exec_end(m.ddl(t))))
     if name == "Commit":
-        db = tuple(s.rd[t][k] + (seq,) if k + 1 in m.ws[t] else s.db[k] for k in range(m.keys))
+        db = tuple(s.rd[t][k] + (seq,) if k + 1 in _writes(m, t) else s.db[k]
+                   for k in range(m.keys))
         return s._replace(tstate=_set(s.tstate, t, "committed"), db=db,
                           lk=tuple(0 if h == seq else h for h in s.lk),
                           rd=_set(s.rd, t, ((),) * m.keys), marked=_set(s.marked, t, True))

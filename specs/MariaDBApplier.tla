@@ -36,9 +36,11 @@
 (*   Start(t)  t's thread has finished every earlier event group queued    *)
 (*     to it (a thread runs its queue in order, commit included),          *)
 (*     do_gco_wait passed (every transaction before t's GCO did            *)
-(*     mark_start_commit; bug gco_start_on_exec: merely started), and a    *)
-(*     WAIT speculation saw its predecessor commit.  t takes the row      *)
-(*     locks of its keys that are free and reads those rows.               *)
+(*     mark_start_commit; bug gco_start_on_exec: merely started), a WAIT  *)
+(*     speculation saw its predecessor commit, and a DDL got its MDL:     *)
+(*     every earlier transaction committed (rules.waits_for_mdl).  t      *)
+(*     takes the row locks of its keys that are free and reads those      *)
+(*     rows; a DDL takes no row lock and reads every row.                  *)
 (*   ExecEnd(t)  t reaches its XID: every remaining lock it needs is free; *)
 (*     it takes and reads them.  A DML then does mark_start_commit         *)
 (*     (handle_rpl_parallel_thread, §3.4); a standalone DDL does it only   *)
@@ -56,8 +58,10 @@
 (* ABSTRACTIONS.  No time or costs.  Row locks are exclusive, one per key, *)
 (* held until commit; a transaction takes at Start the free ones among its *)
 (* keys and the rest when they become free (folded into ExecEnd), so it    *)
-(* reads a row exactly when it holds its lock.  A DDL locks every key      *)
-(* (MDL abstracted as conflicting with everything).  The thread pool's     *)
+(* reads a row exactly when it holds its lock.  A DDL conflicts with      *)
+(* everything and writes every key, but takes no row lock: its MDL waits  *)
+(* for every earlier commit and the GCO after it for its own commit, so   *)
+(* nothing runs beside it unless a bug lets it.  The thread pool's         *)
 (* LIFO free list and the queued-bytes back-pressure are abstracted by     *)
 (* round-robin slots with unbounded FIFO queues.  GCO wait counts are      *)
 (* modelled as "every transaction before the GCO's first one marked":      *)
@@ -94,6 +98,7 @@ Modes == {"conservative", "optimistic"}
 Kinds == [ddl : BOOLEAN, ws : SUBSET Keys]
 
 WS(t) == IF txn[t].ddl THEN Keys ELSE txn[t].ws
+LockSet(t) == IF txn[t].ddl THEN {} ELSE txn[t].ws   \* row locks t takes
 Conflict(i, j) == txn[i].ddl \/ txn[j].ddl \/ WS(i) \cap WS(j) # {}
 Slot(t) == ((t - 1) % Workers) + 1           \* choose_thread round robin
 Committed(t) == tstate[t] = "committed"
@@ -115,7 +120,7 @@ GcoReleased(t) ==
     \A u \in 1..(gco[t] - 1) : IF gco_start_on_exec THEN Started(u) ELSE marked[u]
 
 \* t (executing) waits for a row lock held by u.
-WaitsFor(t, u) == tstate[t] = "executing" /\ \E k \in WS(t) : lk[k] = u
+WaitsFor(t, u) == tstate[t] = "executing" /\ \E k \in LockSet(t) : lk[k] = u
 
 -----------------------------------------------------------------------------
 AInit ==
@@ -151,12 +156,14 @@ Dispatch(t, w) ==
     /\ tstate' = [tstate EXCEPT ![t] = "dispatched"]
     /\ UNCHANGED <<marked, retry, lk, rd, db, early>>
 
-\* t begins an execution: it locks and reads the free keys among its own.
+\* t begins an execution: it locks and reads the free keys among its own (a DDL
+\* reads every key and locks none).
 BeginExec(t) ==
-    LET K == {k \in WS(t) : lk[k] = 0}
+    LET K == {k \in LockSet(t) : lk[k] = 0}
+        R == IF txn[t].ddl THEN Keys ELSE K
     IN /\ tstate' = [tstate EXCEPT ![t] = "executing"]
        /\ lk' = [k \in Keys |-> IF k \in K THEN t ELSE lk[k]]
-       /\ rd' = [rd EXCEPT ![t] = [k \in Keys |-> IF k \in K THEN db[k] ELSE <<>>]]
+       /\ rd' = [rd EXCEPT ![t] = [k \in Keys |-> IF k \in R THEN db[k] ELSE <<>>]]
        /\ early' = early \cup EarlyPairs(t, K)
 
 Start(t) ==
@@ -165,13 +172,14 @@ Start(t) ==
     /\ ThreadFree(t)
     /\ GcoReleased(t)
     /\ IF specwait[t] THEN PrevCommitted(t) ELSE TRUE
+    /\ IF txn[t].ddl THEN \A u \in 1..(t - 1) : Committed(u) ELSE TRUE   \* MDL
     /\ BeginExec(t)
     /\ UNCHANGED <<gco, specwait, drv, marked, retry, db>>
 
 ExecEnd(t) ==
     /\ tstate[t] = "executing"
-    /\ \A k \in WS(t) : lk[k] \in {0, t}
-    /\ LET K == {k \in WS(t) : lk[k] = 0}
+    /\ \A k \in LockSet(t) : lk[k] \in {0, t}
+    /\ LET K == {k \in LockSet(t) : lk[k] = 0}
        IN /\ lk' = [k \in Keys |-> IF k \in K THEN t ELSE lk[k]]
           /\ rd' = [rd EXCEPT ![t] = [k \in Keys |-> IF k \in K THEN db[k] ELSE rd[t][k]]]
           /\ early' = early \cup EarlyPairs(t, K)
