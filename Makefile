@@ -26,7 +26,7 @@ help:
 	@echo "make score TRACE=... [WORKERS=1,2,4,8] [PROFILE=durable]"
 	@echo "make bench      the 1,000,000-transaction benchmark"
 	@echo "make mutants    every catalogue bug against TLC, the properties, trace validation, z3"
-	@echo "make calibrate  measure a real MariaDB replica (2 workloads), fit durable-/relaxed-mariadb (~35 min)"
+	@echo "make calibrate  measure a real MariaDB replica (2 workloads), fit durable-/relaxed-mariadb (~25 min)"
 	@echo "make calibrate-report  refit and redo the calibration tables from the stored measurements"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 
@@ -87,7 +87,7 @@ bench:
 mutants: $(TLC_JAR)
 	$(CLI) mutants
 
-# Calibration against a real MariaDB parallel replica (docs/calibration.md): about 35 minutes on
+# Calibration against a real MariaDB parallel replica (docs/calibration.md): about 25 minutes on
 # an idle 2-core host; rewrites the measurements of the two bundled workloads and the fitted
 # profiles (model/profiles_fitted.json: from oltp_read_write_t64). `make calibrate-report` redoes
 # only the fits, the tables, the figures and the ablation from the stored measurements (~1 min).
