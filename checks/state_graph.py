@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .tla_values import format_value
+from .tla_values import format_value, show_value
 from .tlc import SetupError, run_generated
 from .tlc_output import interpret, parse_state_vars
 
@@ -246,17 +246,10 @@ class Mismatch:
                 "initial": "initial states differ"}[self.kind]
         head = f"{c.label}: " + (f"{show_action(self.action)} {what}" if self.action else what)
         lines = [head, "  in the spec state:"]
-        lines += [f"    {n} = {_show(v)}" for n, v in self.state.items() if n != "k"]
+        lines += [f"    {n} = {show_value(v)}" for n, v in self.state.items() if n != "k"]
         if self.detail:
             lines.append("  " + self.detail)
         return "\n".join(lines)
-
-
-def _show(v: Any) -> str:
-    try:
-        return format_value(v)
-    except TypeError:
-        return repr(v)
 
 
 @dataclass

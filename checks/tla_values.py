@@ -249,3 +249,11 @@ def format_value(v: Any) -> str:
 def value_key(v: Any) -> str:
     """A canonical string for comparing values (e.g. to find changed variables)."""
     return json.dumps(v, sort_keys=False, ensure_ascii=False)
+
+
+def show_value(v: Any) -> str:
+    """A value for a message: TLA+ syntax when it has one, else Python's repr."""
+    try:
+        return format_value(v)
+    except TypeError:
+        return repr(v)

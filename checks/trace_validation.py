@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from .tla_values import TLAValueError, format_value, parse_value
+from .tla_values import TLAValueError, format_value, parse_value, show_value
 from .tlc import SetupError, run_generated
 from .tlc_output import interpret
 
@@ -111,19 +111,12 @@ class Verdict:
             return "\n".join(lines)
         lines.append("  spec state before it:")
         for name, value in self.state.items():
-            lines.append(f"    {name} = {_show(value)}")
+            lines.append(f"    {name} = {show_value(value)}")
         if self.why:
             lines.append("  what the action's guards see there:")
             for name, value in self.why.items():
-                lines.append(f"    {name} = {_show(value)}")
+                lines.append(f"    {name} = {show_value(value)}")
         return "\n".join(lines)
-
-
-def _show(v: Any) -> str:
-    try:
-        return format_value(v)
-    except TypeError:
-        return repr(v)
 
 
 # ------------------------------------------------------------ recording a schedule
