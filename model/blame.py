@@ -258,6 +258,9 @@ class _Schedule:
         hops = 0
         limit = 8 * len(self.runs) + 64
         while b - a > EPS * 1e-3:
+            if entity[0] in ("own", "p"):           # a leaf: it takes the whole rest
+                out[entity[1]] = out.get(entity[1], 0.0) + (b - a)
+                return
             hops += 1
             seg = self._segment_before(entity, b) if hops <= limit else None
             if seg is None:

@@ -1,0 +1,194 @@
+"""What-if: split the transactions that hold the replica back (docs/blame.md).
+
+`split_txns` rewrites a trace with chosen transactions cut into chunks, as a DBA would cut a big
+`UPDATE ... WHERE` into batches run one after the other by the same session:
+- the rows (write keys) are spread over the chunks in order, in near-equal parts;
+- execution costs are proportional to the chunk's share of the rows (of the trace's `exec`, or
+  of the profile's default for a line without one); each chunk pays its own commit step
+  (`commit`) and sync: that is the price of splitting;
+- optional size fields (`rows`, `events`, `bytes`, where the trace format has them) are shared
+  out the same way;
+- a session commits one chunk before it starts the next, so the source cannot put two chunks in
+  one commit group: the first chunk stays where the transaction was; the others follow the end
+  of its commit group (the run of transactions with its `last_committed`, or its `commit_id`),
+  each depending on the one before (`last_committed` = the previous chunk's
+  `sequence_number`; no `commit_id`: a group of its own). Sequence numbers are renumbered, and
+  a `last_committed` that named a split transaction names its last chunk.
+Trackers that recompute dependencies (writeset, writeset_session, database, slave_group_commit)
+then recompute them from the new write sets; commit_order and commit_id read the rewritten
+clocks. DDL, admin statements and single-row transactions are not split.
+"""
+from __future__ import annotations
+
+import bisect
+from typing import Iterable, Sequence
+
+from .trace import Txn
+
+SIZE_FIELDS = ("rows", "events", "bytes")
+
+
+def _parts(n_items: int, n: int) -> list[int]:
+    """n near-equal part sizes summing to n_items, larger parts first."""
+    q, r = divmod(n_items, n)
+    return [q + (1 if i < r else 0) for i in range(n)]
+
+
+def splittable(txn: Txn) -> bool:
+    return not (txn.ddl or txn.admin) and len(txn.writes) >= 2
+
+
+def chunks_of(txn: Txn, n: int, profile) -> list[Txn]:
+    """`txn` cut into min(n, rows) chunks (seq and clocks set later by `split_txns`)."""
+    writes = list(txn.writes)
+    n = max(1, min(n, len(writes)))
+    sizes = _parts(len(writes), n)
+    exec_total = profile.exec_cost(txn)
+    commit = profile.commit_cost(txn)
+    before = set(txn.before_images)
+    out, i = [], 0
+    for j, size in enumerate(sizes):
+        part = writes[i:i + size]
+        i += size
+        c = Txn(txn.seq, part, before_images=[k for k in part if k in before],
+                gtid=(txn.gtid if j == 0 or txn.gtid is None else f"{txn.gtid}#{j + 1}"),
+                file=txn.file, commit_id=txn.commit_id if j == 0 else None, flags=txn.flags,
+                session=txn.session, db=txn.db, no_pk=txn.no_pk, fk_parent=txn.fk_parent,
+                exec=exec_total * size / len(writes), commit=commit, timestamp=txn.timestamp)
+        for name in SIZE_FIELDS:             # optional size fields, where the format has them
+            total = getattr(txn, name, None) if name in Txn.__slots__ else None
+            if total is not None:
+                setattr(c, name, _parts(total, n)[j] if isinstance(total, int)
+                        else total * size / len(writes))
+        out.append(c)
+    return out
+
+
+def _group_ends(txns: Sequence[Txn]) -> list[int]:
+    """For each index, the index of the last transaction of its commit group as seen from it:
+    the run of following transactions with the same non-zero commit_id, or the same file and
+    last_committed."""
+    ends = [0] * len(txns)
+    for i in range(len(txns) - 1, -1, -1):
+        t = txns[i]
+        if i + 1 < len(txns) and _same_group(t, txns[i + 1]):
+            ends[i] = ends[i + 1]
+        else:
+            ends[i] = i
+    return ends
+
+
+def _same_group(a: Txn, b: Txn) -> bool:
+    if a.commit_id and b.commit_id:
+        return a.commit_id == b.commit_id
+    if a.last_committed is not None and b.last_committed is not None:
+        return a.file == b.file and a.last_committed == b.last_committed
+    return False
+
+
+def split_txns(txns: Iterable[Txn], targets: dict[int, int], profile) -> tuple[list[Txn], dict]:
+    """The trace with each `targets` seq cut into that many chunks; returns the new transactions
+    (seq 1..N) and, per original seq split, the new seqs of its chunks."""
+    txns = list(txns)
+    ends = _group_ends(txns)
+    tails: dict[int, list[tuple[int, list[Txn]]]] = {}
+    order: list[tuple[Txn, Txn | None, int]] = []   # (new txn, original, chunk index)
+    for i, t in enumerate(txns):
+        n = targets.get(t.seq, 1)
+        if n > 1 and splittable(t):
+            cs = chunks_of(t, n, profile)
+            order.append((cs[0], t, 0))
+            if len(cs) > 1:
+                tails.setdefault(ends[i], []).append((t.seq, [(c, t, j) for j, c in
+                                                              enumerate(cs[1:], 1)]))
+        else:
+            order.append((t, t, -1))
+        for _, items in sorted(tails.pop(i, [])):
+            order.extend(items)
+    clocks = any(t.sequence_number is not None for t in txns)
+    out: list[Txn] = []
+    new_seqs: dict[int, list[int]] = {}
+    sn_map: dict[int, dict[int, int]] = {}          # file -> old sequence_number -> new
+    sn_keys: dict[int, list[int]] = {}
+    prev_old: dict[int, int] = {}
+    counter: dict[int, int] = {}
+    last_chunk_sn: dict[int, int] = {}
+    for seq, (t, orig, j) in enumerate(order, 1):
+        if j <= 0:
+            t = _copy(t)
+        t.seq = seq
+        if j >= 0:
+            new_seqs.setdefault(orig.seq, []).append(seq)
+        if clocks and orig.sequence_number is not None:
+            f = orig.file
+            if j <= 0:                                # the original or its first chunk
+                gap = orig.sequence_number - prev_old.get(f, 0)
+                counter[f] = counter.get(f, 0) + max(1, gap)
+                prev_old[f] = orig.sequence_number
+                t.last_committed = _map_lc(orig.last_committed, sn_map.get(f, {}),
+                                           sn_keys.get(f, []))
+            else:
+                counter[f] += 1
+                t.last_committed = last_chunk_sn[orig.seq]
+            t.sequence_number = counter[f]
+            last_chunk_sn[orig.seq] = counter[f]
+            m = sn_map.setdefault(f, {})
+            if orig.sequence_number not in m:
+                bisect.insort(sn_keys.setdefault(f, []), orig.sequence_number)
+            m[orig.sequence_number] = counter[f]     # its last chunk so far
+        out.append(t)
+    return out, {s: v for s, v in new_seqs.items() if len(v) > 1}
+
+
+def _map_lc(lc, sn_map: dict, keys: list) -> int | None:
+    if lc is None or lc == 0:
+        return lc
+    if lc in sn_map:
+        return sn_map[lc]
+    i = bisect.bisect_right(keys, lc) - 1       # a gap: the nearest earlier transaction
+    return sn_map[keys[i]] if i >= 0 else 0
+
+
+def _copy(t: Txn) -> Txn:
+    c = Txn.__new__(Txn)
+    for name in Txn.__slots__:
+        setattr(c, name, getattr(t, name))
+    return c
+
+
+def split_whatif(txns: Sequence[Txn], scheduler: str, workers: int, profile, order: Sequence[int],
+                 ks: Sequence[int], chunks: int, *, bugs=frozenset(),
+                 tracker_options: dict | None = None,
+                 applier_options: dict | None = None) -> list[dict]:
+    """Re-score with the first k of `order` (seqs, most blamed first) split into `chunks`, for
+    each k in `ks` (0: as recorded). Speedups are over the serial replay of the same rewritten
+    trace, and the change is against k = 0."""
+    from .metrics import RunMetrics
+    from .schedulers import run_scheduler
+    rows = []
+    base = None
+    splittable_order = [s for s in order if splittable(txns[s - 1])]
+    for k in sorted(set([0, *ks])):
+        chosen = {s: chunks for s in splittable_order[:k]}
+        new, mapping = split_txns(txns, chosen, profile) if chosen else (list(txns), {})
+        ms = {}
+        for name, w in (("serial", 1), (scheduler, workers)):
+            m = RunMetrics(w)
+            run_scheduler(name, iter(new), w, profile, m, bugs=bugs,
+                          tracker_options=tracker_options if name != "serial" else None,
+                          applier_options=applier_options if name != "serial" else None)
+            ms[name] = m.makespan
+        row = {"k": k, "split": sorted(chosen), "chunks": chunks,
+               "transactions": len(new), "makespan": round(ms[scheduler], 6),
+               "serial_makespan": round(ms["serial"], 6),
+               "speedup": round(ms["serial"] / ms[scheduler], 6) if ms[scheduler] else None}
+        if base is None:
+            base = row
+        row["makespan_change"] = round(row["makespan"] / base["makespan"] - 1, 6) \
+            if base["makespan"] else None
+        row["speedup_change"] = round(row["speedup"] / base["speedup"] - 1, 6) \
+            if base["speedup"] and row["speedup"] else None
+        rows.append(row)
+        if k > len(splittable_order):
+            row["note"] = f"only {len(splittable_order)} of the blamed transactions can be split"
+    return rows
