@@ -38,10 +38,9 @@ def cmd_blame(args) -> int:
         out["split"] = split_whatif(trace.txns, sched.name, args.workers, profile, order,
                                     args.split_top, args.chunks, bugs=bugs,
                                     tracker_options=topts, applier_options=aopts)
-    svg = None
-    if args.svg:
-        from .report.stall import stall_svg
-        svg = stall_svg(res, sync=profile.sync)
+    from .report.stall import stall_data, stall_svg
+    out["stall"] = stall_data(res, sync=profile.sync)
+    svg = stall_svg(out["stall"]) if args.svg else None
     if args.json:
         text = json.dumps(out, indent=1) + "\n"
     else:

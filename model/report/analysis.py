@@ -289,6 +289,15 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
         windows.append(Window(name, w, sel, profile.sync, role))
     data["windows"] = [window_json(w) for w in windows]
 
+    if picks:
+        from .blame_section import blame_section
+        name, w, _ = picks[-1]          # the server default when it differs from the best
+        stage(f"blame {name} W={w}")
+        data["blame"] = blame_section(
+            trace, profile, name, w,
+            tracker_options=tracker_options(parse_scheduler(name).tracker),
+            applier_options=applier_options, bugs=bugs, whatif=whatif)
+
     if whatif:
         data["whatif"] = _whatif(trace, profile, workers, names, rec, default, mariadb,
                                  tracker_options, applier_options, bugs, progress, threshold,

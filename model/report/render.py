@@ -3,9 +3,11 @@ offline) or Markdown (figures as SVG files next to it)."""
 from __future__ import annotations
 
 from .analysis import Report
+from .blame_section import blame_tables
 from .depgraph import GraphvizMissing, dot_source, render_svg
 from .figures import esc, fmt, grouped_bars, line_chart, stacked_bars
 from .gantt import gantt_svg
+from .stall import stall_svg
 from ..simcore import CAUSES
 
 CAUSE_LABELS = {
@@ -106,6 +108,14 @@ def figures(report: Report) -> dict[str, tuple[str, str]]:
                                       title=f"Dependencies, seq {w.runs[0].seq}..{w.runs[-1].seq}")))
         except GraphvizMissing as e:
             figs["depgraph"] = (f"Dependency graph not drawn: {e}.", "")
+    b = d.get("blame") or {}
+    if b.get("stall", {}).get("rows"):
+        figs["blame_stall"] = (
+            f"{b['headline_text']} The worst stall ({b['scheduler']}, {b['workers']} workers): "
+            f"the most blamed transaction and those that waited for it longest, one row each "
+            f"from its start to its commit; waits dotted. Blame follows each wait back to the "
+            f"transaction whose own work it waited for (docs/blame.md).",
+            stall_svg(b["stall"]))
     wi = d.get("whatif")
     if wi:
         if wi["tracking"]:
@@ -198,6 +208,19 @@ def _answers(d: dict) -> list[tuple[str, list[str]]]:
             lines.append(f"&nbsp;&nbsp;– {CAUSE_LABELS.get(c['cause'], c['cause'])} "
                          f"({amount}): {c['meaning']}; remedy: {c['remedy']}.")
     out.append(("Why is my replica not using its workers?", lines))
+    b = d.get("blame") or {}
+    if b.get("headline_text"):
+        lines = [b["headline_text"]]
+        split = b.get("split") or []
+        best = min(split, key=lambda r: (r["makespan"], r["k"])) if split else None
+        if best is not None and best["k"] > 0 and best["makespan_change"] < 0:
+            lines.append(f"Splitting the top {best['k']} into up to {best['chunks']} chunks each is "
+                         f"predicted to cut the makespan by {-best['makespan_change']:.1%} "
+                         f"(speedup {split[0]['speedup']:.2f}x → {best['speedup']:.2f}x).")
+        elif split:
+            lines.append("Splitting the most blamed transactions is not predicted to help "
+                         "(see the what-if table).")
+        out.append(("Which transactions hold the replica back?", lines))
     wi = d.get("whatif") or {}
     out.append(("Should I delay commits on the source?",
                 wi.get("delay_advice") or ["(what-if sweeps not run)"]))
@@ -223,9 +246,11 @@ def _results_table(d: dict) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-ORDER = ("speedup", "throughput", "per_worker_count", "per_worker_busy", "blocked", "gantt_1",
-         "gantt_2", "depgraph", "whatif_tracking", "whatif_durability", "whatif_commit_wait")
+ORDER = ("speedup", "throughput", "per_worker_count", "per_worker_busy", "blocked", "blame_stall",
+         "gantt_1", "gantt_2", "depgraph", "whatif_tracking", "whatif_durability",
+         "whatif_commit_wait")
 SECTIONS = {"speedup": "Scaling", "per_worker_count": "Per worker", "blocked": "Where time goes",
+            "blame_stall": "Which transactions hold the replica back",
             "gantt_1": "A schedule window", "depgraph": "Dependencies of the window",
             "whatif_tracking": "What if"}
 
@@ -284,6 +309,12 @@ def html_page(report: Report, figs: dict, *, title: str | None = None, nav: str 
             out.append(f"<h2>{SECTIONS[name]}</h2>")
         cap, svg = figs[name]
         out.append(f"<figure id=\"{name}\">{svg}<figcaption>{esc(cap)}</figcaption></figure>")
+        if name == "blame_stall":
+            for cap, head, rows in blame_tables(d["blame"]):
+                out.append(f"<p>{esc(cap)}</p><table><tr>" +
+                           "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>" +
+                           "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) +
+                                   "</tr>" for row in rows) + "</table>")
         if name == "speedup":
             head, rows = _results_table(d)
             out.append("<details><summary>All results</summary><table><tr>" +
@@ -321,6 +352,12 @@ def markdown_page(report: Report, figs: dict) -> str:
         if svg:
             out += [f"![{name}]({name}.svg)", ""]
         out += [f"*{cap}*", ""]
+        if name == "blame_stall":
+            for cap, head, rows in blame_tables(d["blame"]):
+                out += [f"{cap}:", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
+                        for row in rows]
+                out.append("")
         if name == "speedup":
             head, rows = _results_table(d)
             out.append("| " + " | ".join(head) + " |")

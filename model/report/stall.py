@@ -13,36 +13,48 @@ WAIT = "#E69F00"
 SYNC = "#009E73"
 
 
-def stall_rows(res, max_rows: int = 24) -> tuple[int | None, list]:
-    """The culprit's seq and the runs to draw (culprit + its longest-waiting victims), by seq."""
+def stall_data(res, *, sync: float, max_rows: int = 24) -> dict:
+    """The numbers behind the picture: the most blamed transaction (the culprit) and the
+    transactions that waited for it longest, by seq, each with its schedule and the part of
+    its waits blamed on the culprit."""
     top = res.top(1)
     if not top:
-        return None, []
+        return {"culprit": None, "rows": []}
     culprit = top[0][0]
     victims = res.victims.get(culprit, {})
     waiters = sorted((w for w in victims if isinstance(w, int) and w != culprit),
                      key=lambda w: (-victims[w], w))[:max_rows - 1]
-    rows = sorted([culprit, *waiters])
-    return culprit, [res.runs[s] for s in rows]
+    rows = []
+    for seq in sorted([culprit, *waiters]):
+        r = res.runs[seq]
+        rows.append({"seq": seq, "gtid": r.txn.gtid, "worker": r.worker + 1,
+                     "dispatch": r.dispatch if r.dispatch is not None else r.start,
+                     "start": r.start, "exec_end": r.exec_end, "ready": r.ready,
+                     "commit": r.commit, "blamed_on_culprit": round(victims.get(seq, 0.0), 6)})
+    blamed = res.by_culprit.get(culprit, 0.0)
+    return {"culprit": culprit, "gtid": res.runs[culprit].txn.gtid, "blame": round(blamed, 6),
+            "share": round(blamed / res.worker_time, 6) if res.worker_time else None,
+            "workers": res.workers, "sync": sync,
+            "idle_workers_blamed": round(sum(v for w, v in victims.items()
+                                             if not isinstance(w, int)), 6),
+            "rows": rows}
 
 
-def stall_svg(res, *, sync: float, max_rows: int = 24, width: int = 1000) -> str:
-    culprit, runs = stall_rows(res, max_rows)
+def stall_svg(d: dict, *, width: int = 1000) -> str:
+    """Draw `stall_data`."""
+    culprit, runs, sync = d["culprit"], d["rows"], d.get("sync", 0.0)
     title = "Worst stall"
     if culprit is None:
         return (svg_open(width, 60, title) + f'<text x="10" y="30">{esc(title)}: no transaction '
                 f'holds the replica back in this run</text></svg>')
-    c = res.runs[culprit]
-    blamed = res.by_culprit.get(culprit, 0.0)
-    idle = sum(v for w, v in res.victims.get(culprit, {}).items() if not isinstance(w, int))
-    share = blamed / res.worker_time if res.worker_time else 0.0
-    title = (f"Worst stall: seq {culprit}" + (f" ({c.txn.gtid})" if c.txn.gtid else "") +
-             f" is blamed for {fmt(blamed)} worker-µs ({share:.1%} of {res.workers} x makespan)")
+    title = (f"Worst stall: seq {culprit}" + (f" ({d['gtid']})" if d.get("gtid") else "") +
+             f" is blamed for {fmt(d['blame'])} worker-µs ({d['share']:.1%} of {d['workers']} "
+             f"x makespan)")
     left, right, top, row_h = 96, 90, 40, 20
     ph = len(runs) * row_h
     height = top + ph + 70
-    t0 = min(r.start for r in runs)
-    t1 = max(r.commit for r in runs)
+    t0 = min(r["start"] for r in runs)
+    t1 = max(r["commit"] for r in runs)
     if t1 <= t0:
         t1 = t0 + 1
     pw = width - left - right
@@ -59,38 +71,33 @@ def stall_svg(res, *, sync: float, max_rows: int = 24, width: int = 1000) -> str
                    f'+{esc(fmt(t))}</text>')
     out.append(f'<text x="{left + pw / 2:.0f}" y="{top + ph + 28}" text-anchor="middle" '
                f'font-size="11">µs since the first start drawn</text>')
-    victims = res.victims.get(culprit, {})
     for i, r in enumerate(runs):
         y = top + i * row_h
         mid = y + row_h / 2
-        is_c = r.seq == culprit
-        tip = (f"seq {r.seq}" + (f" {r.txn.gtid}" if r.txn.gtid else "") +
-               f" worker {r.worker + 1}: dispatch {fmt(r.dispatch)}, start {fmt(r.start)}, "
-               f"exec end {fmt(r.exec_end)}, ready {fmt(r.ready)}, commit {fmt(r.commit)}" +
-               ("" if is_c else f"; {fmt(victims.get(r.seq, 0.0))} µs of its waits blamed on "
+        is_c = r["seq"] == culprit
+        tip = (f"seq {r['seq']}" + (f" {r['gtid']}" if r.get("gtid") else "") +
+               f" worker {r['worker']}: dispatch {fmt(r['dispatch'])}, start {fmt(r['start'])}, "
+               f"exec end {fmt(r['exec_end'])}, ready {fmt(r['ready'])}, commit "
+               f"{fmt(r['commit'])}" +
+               ("" if is_c else f"; {fmt(r['blamed_on_culprit'])} µs of its waits blamed on "
                                 f"seq {culprit}"))
         emphasis = f' fill="{CULPRIT}" font-weight="bold"' if is_c else ""
-        g = [f'<g data-seq="{r.seq}"><title>{esc(tip)}</title>',
+        g = [f'<g data-seq="{r["seq"]}"><title>{esc(tip)}</title>',
              f'<text x="{left - 6}" y="{mid + 4:.1f}" text-anchor="end" font-size="11"'
-             f'{emphasis}>seq {r.seq}</text>']
-        d = r.dispatch if r.dispatch is not None else r.start
-        if r.start > max(d, t0):                       # waiting to start
-            g.append(_dotted(X(d), X(r.start), mid))
-        g.append(_bar(X(r.start), X(r.exec_end), y, row_h, CULPRIT if is_c else WORK))
-        if r.ready > r.exec_end:
-            g.append(_bar(X(r.exec_end), X(r.ready), y, row_h, STEP))
-        sync_start = max(r.ready, r.commit - sync)
-        if sync_start > r.ready:                       # waiting to commit
-            g.append(_dotted(X(r.ready), X(sync_start), mid))
-        if r.commit > sync_start:
-            g.append(_bar(X(sync_start), X(r.commit), y, row_h, SYNC))
-        if not is_c:
-            g.append(f'<text x="{width - right + 6}" y="{mid + 4:.1f}" font-size="10" '
-                     f'fill="#555">{esc(fmt(victims.get(r.seq, 0.0)))} µs</text>')
-        else:
-            g.append(f'<text x="{width - right + 6}" y="{mid + 4:.1f}" font-size="10" '
-                     f'fill="{CULPRIT}">culprit</text>')
-        g.append("</g>")
+             f'{emphasis}>seq {r["seq"]}</text>']
+        if r["start"] > max(r["dispatch"], t0):        # waiting to start
+            g.append(_dotted(X(r["dispatch"]), X(r["start"]), mid))
+        g.append(_bar(X(r["start"]), X(r["exec_end"]), y, row_h, CULPRIT if is_c else WORK))
+        if r["ready"] > r["exec_end"]:
+            g.append(_bar(X(r["exec_end"]), X(r["ready"]), y, row_h, STEP))
+        sync_start = max(r["ready"], r["commit"] - sync)
+        if sync_start > r["ready"]:                    # waiting to commit
+            g.append(_dotted(X(r["ready"]), X(sync_start), mid))
+        if r["commit"] > sync_start:
+            g.append(_bar(X(sync_start), X(r["commit"]), y, row_h, SYNC))
+        label = "culprit" if is_c else f"{fmt(r['blamed_on_culprit'])} µs"
+        g.append(f'<text x="{width - right + 6}" y="{mid + 4:.1f}" font-size="10" '
+                 f'fill="{CULPRIT if is_c else "#555"}">{esc(label)}</text></g>')
         out.append("".join(g))
     ly = top + ph + 48
     lx = 10
@@ -103,9 +110,10 @@ def stall_svg(res, *, sync: float, max_rows: int = 24, width: int = 1000) -> str
             out.append(f'<rect x="{lx}" y="{ly - 10}" width="14" height="12" fill="{colour}"/>')
         out.append(f'<text x="{lx + 22}" y="{ly}" font-size="11">{esc(label)}</text>')
         lx += 40 + 6.5 * len(label)
-    if idle > 0:
-        out.append(f'<text x="{lx}" y="{ly}" font-size="11" fill="#555">+ {esc(fmt(idle))} '
-                   f'worker-µs of idle workers not drawn</text>')
+    if d.get("idle_workers_blamed", 0) > 0:
+        out.append(f'<text x="{lx}" y="{ly}" font-size="11" fill="#555">+ '
+                   f'{esc(fmt(d["idle_workers_blamed"]))} worker-µs of idle workers not drawn'
+                   f'</text>')
     out.append("</svg>")
     return "".join(out)
 
