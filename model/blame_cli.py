@@ -34,7 +34,7 @@ def cmd_blame(args) -> int:
     out["trace"] = args.trace
     if args.split_top:
         from .split import split_whatif
-        order = [s for s, _ in res.top(max(args.split_top))]
+        order = [s for s, _ in res.top(len(res.by_culprit))]   # splittable ones are picked
         out["split"] = split_whatif(trace.txns, sched.name, args.workers, profile, order,
                                     args.split_top, args.chunks, bugs=bugs,
                                     tracker_options=topts, applier_options=aopts)

@@ -271,7 +271,8 @@ def cmd_generate(args) -> int:
     from .generate import generate, generate_source_header
     params = dict(workload=args.workload, clients=args.clients, tables=args.tables,
                   skew=args.skew, seed=args.seed, rotate_every=args.rotate_every,
-                  ddl_every=args.ddl_every, fk=args.fk, source=args.source)
+                  ddl_every=args.ddl_every, fk=args.fk, source=args.source,
+                  bulk_every=args.bulk_every, bulk_rows=args.bulk_rows)
     if args.table_size is not None:
         params["table_size"] = args.table_size
     progress = Progress(args.quiet)
@@ -416,6 +417,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rotate the binlog every N transactions")
     g.add_argument("--ddl-every", type=_positive_int, metavar="N")
     g.add_argument("--fk", action="store_true", help="include a foreign-key parent table")
+    g.add_argument("--bulk-every", type=_positive_int, metavar="N",
+                   help="every N-th transaction is a bulk range UPDATE of --bulk-rows rows (the "
+                        "large transactions of `commitsched blame`)")
+    g.add_argument("--bulk-rows", type=_positive_int, default=100, metavar="R",
+                   help="rows a bulk UPDATE writes (default 100)")
     g.add_argument("--source", choices=["mysql", "mariadb"], default="mysql")
     g.add_argument("--quiet", action="store_true")
     g.set_defaults(func=cmd_generate)

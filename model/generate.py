@@ -34,6 +34,10 @@ The simulated server
   the previous binlog file. Rotation happens after the group during which the file reached
   `rotate_every` transactions (a group never spans two files), so a file holds at least
   `rotate_every` transactions, rarely a few more.
+* Optionally (`bulk_every` = N) every N-th transaction is a bulk update (the large multi-row
+  transaction of docs/blame.md): `UPDATE ... WHERE id BETWEEN a AND a + bulk_rows - 1` on one
+  table, locking `bulk_rows` consecutive rows in id order; its execution cost is log-normal with
+  median `bulk_rows` x a tenth of the workload's median (a row's share of a small transaction).
 * Optionally (`commit_wait_count` > 0, MariaDB's binlog_commit_wait_count/_usec) the leader
   waits before flushing until that many transactions are queued, one of them has a lock
   waiter (MDEV-7249), or `commit_wait_usec` passes.
@@ -95,16 +99,18 @@ class GenParams:
     parent_rows: int = 100
     commit_wait_count: int = 0
     commit_wait_usec: float = 100000.0
+    bulk_every: int | None = None
+    bulk_rows: int = 100
 
     def __post_init__(self):
         if self.workload not in WORKLOADS:
             raise ValueError(f"unknown workload {self.workload!r}; one of {', '.join(WORKLOADS)}")
         if self.source not in SOURCES:
             raise ValueError(f"unknown source {self.source!r}; one of {', '.join(SOURCES)}")
-        for name in ("clients", "tables", "table_size", "parent_rows"):
+        for name in ("clients", "tables", "table_size", "parent_rows", "bulk_rows"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
-        for name in ("rotate_every", "ddl_every"):
+        for name in ("rotate_every", "ddl_every", "bulk_every"):
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ValueError(f"{name} must be at least 1 (or None)")
@@ -290,6 +296,8 @@ class _Source:
         self.logical += 1
         if p.ddl_every and self.logical % p.ddl_every == 0:
             return "ddl"
+        if p.bulk_every and self.logical % p.bulk_every == 0:
+            return "bulk"
         if p.fk and rand() < 0.10:
             return "fk_child" if rand() < 0.7 else "fk_parent"
         if p.workload == "mixed":
@@ -610,6 +618,18 @@ class _Source:
         yield _LOCK, _pk(PARENT_TABLE, self.pick_parent()), _W
         yield _RUN, e
 
+    def _body_bulk(self, att: _Attempt):
+        # UPDATE sbtest.sbtestN SET c=? WHERE id BETWEEN a AND a+rows-1: rows locked in id order
+        # as the range scan reaches them, the cost spread evenly over the rows.
+        att.explicit = False            # autocommit: one range UPDATE
+        rows = min(self.p.bulk_rows, self.p.table_size)
+        att.exec = e = self._draw_exec(self.mu + math.log(rows / 10))
+        table = self._table()
+        first = int(self.rng.random() * (self.p.table_size - rows + 1)) + 1
+        for row in range(first, first + rows):
+            yield _LOCK, _pk(table, row), _W
+            yield _RUN, e / rows
+
     def _body_ddl(self, att: _Attempt):
         # ALTER TABLE sbtest.sbtestN ...: no row events; runs alone.
         att.exec = self._draw_exec(math.log(self.p.ddl_exec_us))
@@ -625,6 +645,7 @@ def generate(n: int, *, workload: str = "oltp_read_write", clients: int = 8, tab
              commit_us: float = 20.0, sync_us: float = 500.0, rtt_us: float = 50.0,
              ddl_exec_us: float = 20000.0, parent_rows: int = 100,
              commit_wait_count: int = 0, commit_wait_usec: float = 100000.0,
+             bulk_every: int | None = None, bulk_rows: int = 100,
              observer: Observer | None = None) -> Iterator[Txn]:
     """Stream `n` transactions of a simulated source, in binlog order, deterministic for `seed`.
 
@@ -636,7 +657,7 @@ def generate(n: int, *, workload: str = "oltp_read_write", clients: int = 8, tab
         raise ValueError("n must not be negative")
     p = GenParams(workload, clients, tables, table_size, skew, seed, rotate_every, ddl_every, fk,
                   source, exec_us, exec_sigma, commit_us, sync_us, rtt_us, ddl_exec_us,
-                  parent_rows, commit_wait_count, commit_wait_usec)
+                  parent_rows, commit_wait_count, commit_wait_usec, bulk_every, bulk_rows)
     return _Source(p, n, observer).run()
 
 
@@ -653,7 +674,8 @@ def generate_source_header(n: int | None = None, **params) -> dict:
         "generator_version": GENERATOR_VERSION,
         "workload": p.workload,
         "seed": p.seed,
-        "parameters": {k: v for k, v in asdict(p).items() if v is not None},
+        "parameters": {k: v for k, v in asdict(p).items()
+                       if v is not None and not (k == "bulk_rows" and p.bulk_every is None)},
         "time_unit": "us",
         "gtid_style": "mariadb domain-server-seq" if p.source == "mariadb" else "mysql uuid:N",
         "key_choice": skew,
@@ -676,6 +698,8 @@ EXAMPLES: list[tuple[str, int, dict]] = [
     ("insert_25tables_100clients", 3000, dict(workload="oltp_insert", clients=100, tables=25)),
     ("mixed_ddl_fk", 2000, dict(workload="mixed", clients=16, table_size=1000, skew=0.5,
                                 rotate_every=600, ddl_every=250, fk=True, source="mariadb")),
+    ("bulk_updates_16clients", 2000, dict(workload="oltp_update_index", clients=16,
+                                          bulk_every=50, bulk_rows=100, source="mariadb")),
 ]
 
 HAND_MADE = [
@@ -822,6 +846,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sync-us", type=float, default=500.0)
     ap.add_argument("--commit-wait-count", type=int, default=0)
     ap.add_argument("--commit-wait-usec", type=float, default=100000.0)
+    ap.add_argument("--bulk-every", type=int)
+    ap.add_argument("--bulk-rows", type=int, default=100)
     args = ap.parse_args(argv)
     if args.examples:
         for path in regenerate(args.examples):
@@ -833,7 +859,8 @@ def main(argv: list[str] | None = None) -> int:
               table_size=args.table_size, skew=args.skew, seed=args.seed,
               rotate_every=args.rotate_every, ddl_every=args.ddl_every, fk=args.fk,
               source=args.source, sync_us=args.sync_us,
-              commit_wait_count=args.commit_wait_count, commit_wait_usec=args.commit_wait_usec)
+              commit_wait_count=args.commit_wait_count, commit_wait_usec=args.commit_wait_usec,
+              bulk_every=args.bulk_every, bulk_rows=args.bulk_rows)
     try:
         write_trace(args.output, generate(args.n, **kw), generate_source_header(args.n, **kw))
     except ValueError as e:

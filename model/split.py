@@ -160,9 +160,9 @@ def split_whatif(txns: Sequence[Txn], scheduler: str, workers: int, profile, ord
                  ks: Sequence[int], chunks: int, *, bugs=frozenset(),
                  tracker_options: dict | None = None,
                  applier_options: dict | None = None) -> list[dict]:
-    """Re-score with the first k of `order` (seqs, most blamed first) split into `chunks`, for
-    each k in `ks` (0: as recorded). Speedups are over the serial replay of the same rewritten
-    trace, and the change is against k = 0."""
+    """Re-score with the first k splittable transactions of `order` (seqs, most blamed first)
+    split into `chunks`, for each k in `ks` (0: as recorded). Speedups are over the serial
+    replay of the same rewritten trace; changes are against k = 0."""
     from .metrics import RunMetrics
     from .schedulers import run_scheduler
     rows = []
@@ -190,5 +190,6 @@ def split_whatif(txns: Sequence[Txn], scheduler: str, workers: int, profile, ord
             if base["speedup"] and row["speedup"] else None
         rows.append(row)
         if k > len(splittable_order):
-            row["note"] = f"only {len(splittable_order)} of the blamed transactions can be split"
+            row["note"] = (f"only {len(splittable_order)} blamed transactions can be split "
+                           f"(DDL, admin and single-row ones cannot)")
     return rows

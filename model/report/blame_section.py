@@ -25,7 +25,7 @@ def blame_section(trace, profile, scheduler: str, workers: int, *, tracker_optio
     out["headline_text"] = headline_text(out)
     out["stall"] = stall_data(res, sync=profile.sync)
     if whatif:
-        order = [s for s, _ in res.top(max(SPLIT_KS))]
+        order = [s for s, _ in res.top(len(res.by_culprit))]
         out["split"] = split_whatif(txns, scheduler, workers, profile, order, SPLIT_KS,
                                     SPLIT_CHUNKS, bugs=bugs, tracker_options=tracker_options,
                                     applier_options=applier_options)
