@@ -202,3 +202,32 @@ def test_blame_cli_bad_split_list(capsys):
         main(["blame", HEAD_MYSQL, "--scheduler", "serial", "--workers", "1",
               "--split-top", "0,2"])
     assert e.value.code == 2 and "positive integers" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- large transactions
+
+BULK = "traces/examples/bulk_updates_16clients.jsonl.gz"
+
+
+def test_generated_bulk_updates_lock_a_range_of_rows():
+    from commitsched.generate import generate
+    txns = list(generate(200, workload="oltp_update_index", clients=4, bulk_every=20,
+                         bulk_rows=30))
+    bulk = [t for t in txns if len(t.writes) > 1]
+    assert bulk and all(len(t.writes) == 30 for t in bulk)
+    for t in bulk:
+        table = {k.partition("/")[0] for k in t.writes}
+        ids = [int(k.rpartition("=")[2]) for k in t.writes]
+        assert len(table) == 1 and ids == list(range(ids[0], ids[0] + 30))
+    median_small = sorted(t.exec for t in txns if len(t.writes) == 1)[len(txns) // 2 - 10]
+    assert min(t.exec for t in bulk) > median_small
+
+
+@pytest.mark.parametrize("scheduler", ["writeset+mysql", "commit_order+mysql",
+                                       "commit_id+mariadb_conservative"])
+def test_blame_finds_the_bulk_transactions(scheduler):
+    """39 of the 2000 transactions of the bulk example write 100 rows, the others one: the ten
+    most blamed are bulk ones, under every tracker and applier family."""
+    txns = load_trace(BULK).txns
+    r = blame_trace(txns, scheduler, 8, IDEAL)
+    assert [len(txns[s - 1].writes) for s, _ in r.top(10)] == [100] * 10
