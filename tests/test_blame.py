@@ -231,3 +231,19 @@ def test_blame_finds_the_bulk_transactions(scheduler):
     txns = load_trace(BULK).txns
     r = blame_trace(txns, scheduler, 8, IDEAL)
     assert [len(txns[s - 1].writes) for s, _ in r.top(10)] == [100] * 10
+
+
+def test_report_has_the_blame_section(capsys, tmp_path):
+    code = main(["report", HEAD_MYSQL, "-o", str(tmp_path), "--format", "md", "--profile",
+                 "ideal", "--workers", "1,2,4,5", "--scheduler", "commit_order+mysql",
+                 "--quiet"])
+    assert code == 0
+    data = json.loads((tmp_path / "report.json").read_text())
+    b = data["blame"]
+    assert (b["scheduler"], b["workers"]) == ("commit_order+mysql", 4)
+    assert b["transactions"][0]["seq"] == 2 and b["stall"]["culprit"] == 2
+    assert [r["k"] for r in b["split"]] == [0, 1, 5, 10, 20]
+    page = (tmp_path / "report.md").read_text()
+    assert "### Which transactions hold the replica back?" in page
+    assert b["headline_text"] in page and "![blame_stall](blame_stall.svg)" in page
+    ET.fromstring((tmp_path / "blame_stall.svg").read_text())
