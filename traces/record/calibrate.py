@@ -101,8 +101,9 @@ class Rig:
         self.a, self.tools, self.root = a, tools, root
         p_port = free_port(a.port)
         self.primary = CalibServer(tools, os.path.join(root, "primary"), p_port, "primary")
-        # the replica needs a second free port: bind-test from the next one on
-        r_port = free_port(p_port + 1 if p_port + 1 < 33400 else 33100)
+        # the replica needs a second free port: the next one (keeps a run inside the port
+        # range it was given), else one of record.free_port's fallback range
+        r_port = free_port(p_port + 1)
         if r_port == p_port:
             r_port = free_port(33399)
         self.replica = CalibServer(tools, os.path.join(root, "replica"), r_port, "replica")
