@@ -247,3 +247,39 @@ def test_report_has_the_blame_section(capsys, tmp_path):
     assert "### Which transactions hold the replica back?" in page
     assert b["headline_text"] in page and "![blame_stall](blame_stall.svg)" in page
     ET.fromstring((tmp_path / "blame_stall.svg").read_text())
+
+
+# ---------------------------------------------------------------- the real-replica check's arithmetic
+
+def test_split_check_report_arithmetic(tmp_path):
+    import csv
+    import importlib.util
+    import shutil
+    spec = importlib.util.spec_from_file_location("split_check", "traces/record/split_check.py")
+    sc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sc)
+    txns = load_trace(HEAD_MARIADB).txns
+    write_trace(str(tmp_path / "whole.jsonl.gz"), txns, {})
+    write_trace(str(tmp_path / "split.jsonl.gz"), split_txns(txns, {1: 2}, IDEAL)[0], {})
+    fields = ("workload", "round", "sync", "mode", "threads", "apply_s", "fsync_ms",
+              "load_before")
+    rows = []
+    # round 1: serial 10 / 11, optimistic 4 threads 5 / 4; round 2: serial 20 / 22, 8 / 8
+    for rnd, (sw, ss, pw, ps) in ((1, (10, 11, 5, 4)), (2, (20, 22, 8, 8))):
+        for w, serial, par in (("whole", sw, pw), ("split", ss, ps)):
+            rows.append((w, rnd, "durable", "-", 0, serial, 0.2, 1.0))
+            rows.append((w, rnd, "durable", "optimistic", 4, par, 4.0 if rnd == 2 else 0.2, 2.0))
+    with open(tmp_path / "runs.csv", "w", newline="") as f:
+        csv.writer(f).writerows([fields, *rows])
+    out = sc.compare(str(tmp_path), "ideal", 2)
+    # paired: serial ratios 1.1, 1.1; optimistic 0.8, 1.0 -> median 0.9
+    assert out["paired_serial_ratio"] == 1.1
+    assert out["paired"] == [{"mode": "optimistic", "threads": 4, "apply_ratio": 0.9,
+                              "speedup_change": pytest.approx(1.1 / 0.9 - 1, abs=1e-4)}]
+    allruns = out["states"]["all"]["rows"][0]
+    # medians: serial 15 / 16.5, optimistic 6.5 / 6 -> speedups 2.308 / 2.75
+    assert allruns["measured"]["whole"] == pytest.approx(15 / 6.5, abs=1e-3)
+    assert allruns["measured"]["split"] == pytest.approx(16.5 / 6, abs=1e-3)
+    assert "slow" not in out["states"]        # no serial run had a slow fsync probe
+    # example 2 on 4 threads: seq 5 queues behind seq 1 (commit 10), seq 9 behind seq 5: 12
+    assert allruns["scored"]["whole"] == pytest.approx(18 / 12, abs=1e-3)
