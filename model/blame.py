@@ -12,6 +12,7 @@ waiting parts are followed further, to the transaction it waited for, and so on.
 of every wait thus ends on exactly one *culprit*: a transaction doing its own work (executing,
 its commit step), or one of the replica's shared stages (`(group commit)`: a group's sync,
 `(dispatch)`: the coordinator handing out, `(retry)`: a killed transaction's re-read,
+`(cores)`: with CPU cores modelled, waiting for a core, which the schedule's times do not show,
 `(coordinator)`/`(other)`: a wait this reading cannot explain). The sum of blame is the sum of
 waits, exactly. Following the last commit back to time 0 the same way gives the critical path:
 what the makespan consists of.
@@ -34,14 +35,15 @@ PSEUDO_DISPATCH = "(dispatch)"
 PSEUDO_COMMIT = "(group commit)"
 PSEUDO_RETRY = "(retry)"
 PSEUDO_COORD = "(coordinator)"
+PSEUDO_CORES = "(cores)"
 PSEUDO_OTHER = "(other)"
-PSEUDO = (PSEUDO_DISPATCH, PSEUDO_COMMIT, PSEUDO_RETRY, PSEUDO_COORD, PSEUDO_OTHER)
+PSEUDO = (PSEUDO_DISPATCH, PSEUDO_COMMIT, PSEUDO_RETRY, PSEUDO_CORES, PSEUDO_COORD, PSEUDO_OTHER)
 
 # Causes of a wait, the names of simcore.CAUSES where they mean the same; `dispatch`: idle
 # workers while the coordinator was busy handing out transactions.
 WAIT_CAUSES = ("commit_order", "sync_wait", "gco_wait", "prior_commit_wait", "lock_wait",
                "retry", "dependency", "barrier", "window_full", "no_free_worker", "dispatch",
-               "other")
+               "cpu_wait", "other")
 
 _COORD = ("c",)
 
@@ -81,7 +83,7 @@ class _Schedule:
     leaf ("own", seq) / ("p", name)."""
 
     def __init__(self, runs: Sequence, workers: int, dispatch_cost: float, ordered: bool,
-                 mariadb: bool, retry_cost: float = 0.0):
+                 mariadb: bool, retry_cost: float = 0.0, cores: bool = False):
         self.runs = sorted(runs, key=lambda r: r.seq)
         self.by_seq = {r.seq: r for r in self.runs}
         self.workers = workers
@@ -89,6 +91,9 @@ class _Schedule:
         self.ordered = ordered
         self.mariadb = mariadb
         self.retry_cost = retry_cost
+        # With CPU cores modelled, the driver's dispatch and a hand-off can wait for a core,
+        # which the schedule's times do not show: what no commit or mark explains is that.
+        self.cores = cores
         self._timelines: dict = {}
         self.commits_at: dict[int, list] = defaultdict(list)
         self.exec_ends_at: dict[int, list] = defaultdict(list)
@@ -155,8 +160,12 @@ class _Schedule:
             d = r.dispatch if r.dispatch is not None else r.start
             if d > t + EPS:
                 gi = self.group_at.get(_key(d))
-                target = ("g", gi) if gi is not None else ("p", PSEUDO_COORD)
-                segs.append((t, d, target, self._gap_cause(r, d, dispatches, commits)))
+                if gi is not None:
+                    segs.append((t, d, ("g", gi), self._gap_cause(r, d, dispatches, commits)))
+                elif self.cores:
+                    segs.append((t, d, ("p", PSEUDO_CORES), "cpu_wait"))
+                else:
+                    segs.append((t, d, ("p", PSEUDO_COORD), "other"))
             end = max(t, d + self.dc)
             if end > max(t, d):
                 segs.append((max(t, d), end, ("p", PSEUDO_DISPATCH), "dispatch"))
@@ -247,6 +256,8 @@ class _Schedule:
             return [(h, s, ("t", max(u.seq for u in marks)), "gco_wait")]
         if prior:
             return [(h, s, ("t", pred.seq), "prior_commit_wait")]
+        if self.cores:
+            return [(h, s, ("p", PSEUDO_CORES), "cpu_wait")]
         return [(h, s, ("p", PSEUDO_OTHER), "other")]
 
     # ---- attribution
@@ -365,9 +376,11 @@ class BlameResult:
 
 
 def blame_runs(runs: Sequence, *, scheduler: str, workers: int, dispatch_cost: float,
-               ordered: bool, mariadb: bool, retry_cost: float = 0.0) -> BlameResult:
-    """The blame of one schedule (`runs`: every committed TxnRun of one run)."""
-    sched = _Schedule(runs, workers, dispatch_cost, ordered, mariadb, retry_cost)
+               ordered: bool, mariadb: bool, retry_cost: float = 0.0,
+               cores: bool = False) -> BlameResult:
+    """The blame of one schedule (`runs`: every committed TxnRun of one run; `cores`: the
+    profile models CPU cores)."""
+    sched = _Schedule(runs, workers, dispatch_cost, ordered, mariadb, retry_cost, cores)
     by_culprit: dict = {}
     by_cause: dict = dict.fromkeys(WAIT_CAUSES, 0.0)
     victims: dict = defaultdict(dict)
@@ -405,7 +418,7 @@ def blame_trace(txns, scheduler: str, workers: int, profile, *, bugs=frozenset()
                       dispatch_cost=profile.dispatch, ordered=commits_in_order(
                           sched, applier_options or {}, bugs),
                       mariadb=bool(sched.applier and sched.applier.startswith("mariadb")),
-                      retry_cost=profile.retry)
+                      retry_cost=profile.retry, cores=bool(profile.cores))
 
 
 def commits_in_order(sched, applier_options: dict, bugs=frozenset()) -> bool:

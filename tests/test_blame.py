@@ -283,3 +283,16 @@ def test_split_check_report_arithmetic(tmp_path):
     assert "slow" not in out["states"]        # no serial run had a slow fsync probe
     # example 2 on 4 threads: seq 5 queues behind seq 1 (commit 10), seq 9 behind seq 5: 12
     assert allruns["scored"]["whole"] == pytest.approx(18 / 12, abs=1e-3)
+
+
+@pytest.mark.parametrize("profile", ["durable-mariadb", "relaxed-mariadb"])
+def test_blame_with_cores_modelled_leaves_nothing_unexplained(profile):
+    """With the fitted 2-core profiles some waits are waits for a core, `(cores)`; still no
+    wait is left unexplained and the blame and the critical path add up."""
+    txns = load_trace("traces/recorded/oltp_read_write_t8.jsonl.gz").txns
+    for name in ("commit_id+mariadb_conservative", "commit_id+mariadb_optimistic",
+                 "writeset+mysql"):
+        r = blame_trace(txns, name, 8, get_profile(profile))
+        assert r.by_culprit.get("(other)", 0) == 0 and r.by_culprit.get("(coordinator)", 0) == 0
+        assert sum(r.by_culprit.values()) == pytest.approx(r.waiting, abs=1e-6)
+        assert sum(r.critical.values()) == pytest.approx(r.makespan, abs=1e-6)
