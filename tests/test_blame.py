@@ -275,6 +275,7 @@ def test_split_check_report_arithmetic(tmp_path):
     # paired: serial ratios 1.1, 1.1; optimistic 0.8, 1.0 -> median 0.9
     assert out["paired_serial_ratio"] == 1.1
     assert out["paired"] == [{"mode": "optimistic", "threads": 4, "apply_ratio": 0.9,
+                              "ratio_range": [0.8, 1.0],
                               "speedup_change": pytest.approx(1.1 / 0.9 - 1, abs=1e-4)}]
     allruns = out["states"]["all"]["rows"][0]
     # medians: serial 15 / 16.5, optimistic 6.5 / 6 -> speedups 2.308 / 2.75

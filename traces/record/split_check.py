@@ -53,8 +53,8 @@ def measured(folder: str, fsync: str | None = None) -> tuple[dict, list[float]]:
 
 
 def paired(folder: str) -> dict:
-    """(mode, threads) -> median over rounds of split apply / whole apply, the two runs of one
-    round being minutes apart at most (the same host state, more or less)."""
+    """(mode, threads) -> the ratios split apply / whole apply of each round, sorted (the two
+    runs of one round are minutes apart at most: the same host state, more or less)."""
     by: dict = {}
     with open(os.path.join(folder, "runs.csv")) as f:
         for row in csv.DictReader(f):
@@ -65,7 +65,7 @@ def paired(folder: str) -> dict:
     for (mode, threads, _), v in by.items():
         if len(v) == 2:
             ratios.setdefault((mode, threads), []).append(v["split"] / v["whole"])
-    return {k: statistics.median(v) for k, v in ratios.items()}
+    return {k: sorted(v) for k, v in ratios.items()}
 
 
 def predicted(txns, mode: str, threads: int, profile) -> float:
@@ -174,12 +174,17 @@ def compare(folder: str, profile_name: str, chunks: int) -> dict:
         if k not in cache:
             cache[k] = predicted(txns, mode, threads, profile)
         return cache[k]
-    pr = paired(folder)
+    ratios = paired(folder)
+    pr = {k: statistics.median(v) for k, v in ratios.items()}
     if ("-", 0) in pr:
         out["paired"] = [{"mode": m, "threads": t, "apply_ratio": round(r, 4),
+                          "ratio_range": [round(ratios[(m, t)][0], 4),
+                                          round(ratios[(m, t)][-1], 4)],
                           "speedup_change": round(pr[("-", 0)] / r - 1, 4)}
                          for (m, t), r in sorted(pr.items()) if t > 0]
         out["paired_serial_ratio"] = round(pr[("-", 0)], 4)
+        out["paired_serial_range"] = [round(ratios[("-", 0)][0], 4),
+                                      round(ratios[("-", 0)][-1], 4)]
     for state in (None, "fast", "slow"):
         med, loads = measured(folder, state)
         if not all(w in med and ("-", 0) in med[w] for w in WORKLOADS):
@@ -243,11 +248,13 @@ def main(argv=None) -> int:
     print(f"whole: {t['whole']} transactions ({t['whole_multi_row']} multi-row), split: "
           f"{t['split']}; profile {a.profile}")
     if "paired" in out:
-        print(f"\npaired by round (median of split apply / whole apply): serial "
-              f"{out['paired_serial_ratio']:.3f}")
+        lo, hi = out["paired_serial_range"]
+        print(f"\npaired by round (median of split apply / whole apply, [min, max] over rounds):"
+              f" serial {out['paired_serial_ratio']:.3f} [{lo:.2f}, {hi:.2f}]")
         for r in out["paired"]:
-            print(f"  {r['mode']:<13}{r['threads']:>3}: apply ratio {r['apply_ratio']:.3f}, "
-                  f"speedup change {100 * r['speedup_change']:+.1f}%")
+            lo, hi = r["ratio_range"]
+            print(f"  {r['mode']:<13}{r['threads']:>3}: apply ratio {r['apply_ratio']:.3f} "
+                  f"[{lo:.2f}, {hi:.2f}], speedup change {100 * r['speedup_change']:+.1f}%")
     for state, st in out["states"].items():
         sa = st["serial_apply_s"]
         print(f"\nruns: {state} (fsync probe {'< 1 ms' if state == 'fast' else '>= 1 ms' if state == 'slow' else 'any'}); "
