@@ -24,7 +24,7 @@ MARIADB_FLAGS = ("ddl", "waited", "transactional", "allow_parallel")
 _TXN_FIELDS = (
     "seq", "writes", "before_images", "gtid", "file", "last_committed", "sequence_number", "commit_id",
     "flags", "session", "db", "ddl", "admin", "no_pk", "fk_parent", "exec", "commit",
-    "timestamp",
+    "timestamp", "events", "bytes", "rows",
 )
 
 
@@ -49,7 +49,8 @@ class Txn:
                  flags: frozenset[str] = frozenset(), session: int | str | None = None,
                  db: tuple[str, ...] | None = None, ddl: bool = False, admin: bool = False,
                  no_pk: bool = False, fk_parent: bool = False, exec: float | None = None,
-                 commit: float | None = None, timestamp: float | None = None):
+                 commit: float | None = None, timestamp: float | None = None,
+                 events: int | None = None, bytes: int | None = None, rows: int | None = None):
         self.seq = seq
         # An UPDATE that keeps a key lists it in both images: a key is written once.
         self.writes = tuple(dict.fromkeys(writes))
@@ -71,6 +72,11 @@ class Txn:
         self.exec = exec
         self.commit = commit
         self.timestamp = timestamp
+        # Size in the source binlog (docs/trace-format.md): what the replica's driver / coordinator
+        # reads, parses and queues one event at a time.
+        self.events = events
+        self.bytes = bytes
+        self.rows = rows
 
     @property
     def schemas(self) -> tuple[str, ...]:
@@ -157,7 +163,7 @@ def _check_header(obj: object, path: str) -> dict:
 
 
 _FIELDS = frozenset(_TXN_FIELDS)
-_INT_FIELDS = ("file", "last_committed", "sequence_number", "commit_id")
+_INT_FIELDS = ("file", "last_committed", "sequence_number", "commit_id", "events", "bytes", "rows")
 _BOOL_FIELDS = ("ddl", "admin", "no_pk", "fk_parent")
 _FLAG_SETS: dict[tuple, frozenset] = {}   # the few distinct flag lists, shared
 _NO_FLAGS = frozenset()
@@ -217,6 +223,7 @@ def _parse_txn(obj: object, path: str, line: int) -> Txn:
         raise bad(f"last_committed ({lc}) must be below sequence_number ({sn})")
     txn.last_committed, txn.sequence_number = lc, sn
     txn.commit_id = obj.get("commit_id")
+    txn.events, txn.bytes, txn.rows = obj.get("events"), obj.get("bytes"), obj.get("rows")
     for name in ("exec", "commit"):
         v = obj.get(name)
         if v is not None:

@@ -91,6 +91,13 @@ class _Open:
     no_pk: bool = False
     fk_parent: bool = False
     bad: tuple[int, str] | None = None   # (line, reason) of the first problem
+    # Size in the binlog: events from the GTID event to the commit event, their bytes (from the
+    # GTID event's position to the last event's end_log_pos), decoded rows.
+    events: int = 0
+    start_pos: int | None = None
+    end_pos: int | None = None
+    length: int | None = None      # MySQL's transaction_length, when the GTID event has it
+    rows: int = 0
 
     def to_txn(self, seq: int) -> Txn:
         before_only = [k for k in self.writes if k in self.before_keys and k not in self.after_keys]
@@ -100,7 +107,16 @@ class _Open:
                    flags=frozenset(self.flags), session=self.session,
                    db=tuple(self.db) if (self.ddl or self.admin) and self.db else None,
                    ddl=self.ddl, admin=self.admin, no_pk=self.no_pk, fk_parent=self.fk_parent,
-                   timestamp=self.timestamp)
+                   timestamp=self.timestamp, events=self.events or None, bytes=self.size(),
+                   rows=self.rows if self.events else None)
+
+    def size(self) -> int | None:
+        """Bytes in the binlog: MySQL's own transaction_length, else the span of positions."""
+        if self.length:
+            return self.length
+        if self.start_pos is not None and self.end_pos is not None and self.end_pos > self.start_pos:
+            return self.end_pos - self.start_pos
+        return None
 
 
 def _value(raw: str) -> tuple[str, bool]:
@@ -142,6 +158,12 @@ class Reader:
             base = time.mktime(time.strptime(date, "%y%m%d"))
             self._ts_cache[date] = base
         return base + int(h) * 3600 + int(mi) * 60 + int(s)
+
+    @staticmethod
+    def _first_event(pos: str | None, end_pos: int) -> dict:
+        """The size fields of a transaction whose GTID event starts at `pos` ('# at POS')."""
+        start = int(pos) if pos is not None and pos.isdigit() else None
+        return {"events": 1, "start_pos": start, "end_pos": end_pos}
 
     def _fk_parent(self, t: Table) -> bool:
         k = (t.db.lower(), t.name.lower())
@@ -347,6 +369,8 @@ class Reader:
                     if m:
                         flush_row()
                         row = (m.group(1), m.group(2).replace("``", "`"), m.group(3).replace("``", "`"))
+                        if cur is not None:
+                            cur.rows += 1
                         image = before = after = None
                         continue
                     if row is None:
@@ -390,6 +414,10 @@ class Reader:
                     body = m.group(7).strip()
                     ts = self._stamp(m.group(1), m.group(2), m.group(3), m.group(4))
                     event = "other"
+                    end_pos = int(m.group(6))
+                    if cur is not None:
+                        cur.events += 1
+                        cur.end_pos = end_pos
                     try:
                         g = mariadb.parse_gtid(body)
                         if g is not None:
@@ -399,7 +427,7 @@ class Reader:
                                 flags.add("allow_parallel")
                             start({"gtid": g["gtid"], "commit_id": g["commit_id"], "flags": flags,
                                    "standalone": g["standalone"], "timestamp": ts,
-                                   "ddl": "ddl" in flags}, lineno)
+                                   "ddl": "ddl" in flags, **self._first_event(pos, end_pos)}, lineno)
                             event = "gtid"
                             continue
                         g = mysql.parse_gtid(body)
@@ -408,7 +436,9 @@ class Reader:
                             t_us = g.get("original_committed_timestamp") or g.get("immediate_commit_timestamp")
                             start({"last_committed": g["last_committed"],
                                    "sequence_number": g["sequence_number"],
-                                   "timestamp": t_us / 1e6 if t_us else ts}, lineno)
+                                   "timestamp": t_us / 1e6 if t_us else ts,
+                                   "length": g.get("transaction_length"),
+                                   **self._first_event(pos, end_pos)}, lineno)
                             event = "gtid"
                             continue
                     except ValueError as e:
