@@ -82,7 +82,7 @@ class CommitStage:
     """
 
     __slots__ = ("sync", "ordered", "busy", "waiting", "next_seq", "heap", "counter", "pending",
-                 "sync_cpu", "cpus", "member_cpu")
+                 "sync_cpu", "cpus", "member_cpu", "member_cost", "wakeup")
 
     # Event kinds, shared with the appliers' event loops.
     SYNC_END = 2
@@ -90,7 +90,8 @@ class CommitStage:
     SYNC_CPU = 5
 
     def __init__(self, sync: float, ordered: bool, heap: list, counter, *,
-                 sync_cpu: float = 0.0, cpus: "CpuPool | None" = None, member_cpu: float = 0.0):
+                 sync_cpu: float = 0.0, cpus: "CpuPool | None" = None, member_cpu: float = 0.0,
+                 member_cost: "Callable | None" = None, wakeup: float = 0.0):
         self.sync = sync
         self.ordered = ordered
         self.busy = False
@@ -107,6 +108,11 @@ class CommitStage:
         # trx_group_commit_leader writes every member's binlog events and commits it in order);
         # a plain delay without cores
         self.member_cpu = member_cpu
+        # per member when it depends on the transaction (profile.member_cost: bytes written)
+        self.member_cost = member_cost
+        # the next group's leader is a waiting thread that must be woken when this group ends
+        # (MariaDB wakes it after the sync; MySQL's commit-order queue signals the next worker)
+        self.wakeup = wakeup
 
     def add(self, run: TxnRun, now: float) -> None:
         """`run` is ready to commit. The group forms after every event of this instant, so
@@ -135,6 +141,11 @@ class CommitStage:
         self.busy = False
         if self.ordered:
             self.next_seq = batch[-1].seq + 1
+        if self.wakeup > 0 and self.waiting:
+            # whoever queued meanwhile leads the next group once woken; later arrivals join it
+            self.pending = True
+            heapq.heappush(self.heap, (now + self.wakeup, next(self.counter), self.GROUP_START, None))
+            return
         self._start_group(now)
 
     def _start_group(self, now: float) -> None:
@@ -153,7 +164,9 @@ class CommitStage:
             batch = [waiting[s] for s in sorted(waiting)]
             waiting.clear()
         self.busy = True
-        members = self.member_cpu * len(batch)
+        member_cost = self.member_cost
+        members = (self.member_cpu * len(batch) if member_cost is None
+                   else sum(member_cost(r.txn) for r in batch))
         if self.cpus is not None and self.sync_cpu + members > 0:
             task = CpuTask()
             self.cpus.execute(task, now, self.sync_cpu + members, self.SYNC_CPU, (task, batch))
@@ -282,11 +295,18 @@ class CpuPool:
             self.free += 1
 
 
-def new_runs(stream, profile):
-    """The tracker's `(txn, dep)` stream as run records carrying the profile's costs."""
+def new_runs(stream, profile, workers: int | None = None):
+    """The tracker's `(txn, dep)` stream as run records carrying the profile's costs; with
+    `workers`, a parallel applier's (`Profile.parallel_exec`: coordination on top, the
+    group-commit leader's part moved out)."""
     exec_cost, commit_cost = profile.exec_cost, profile.commit_cost
+    if workers is None:
+        for txn, dep in stream:
+            yield TxnRun(txn, dep, exec_cost(txn), commit_cost(txn))
+        return
+    parallel_exec = profile.parallel_exec
     for txn, dep in stream:
-        yield TxnRun(txn, dep, exec_cost(txn), commit_cost(txn))
+        yield TxnRun(txn, dep, parallel_exec(txn, exec_cost(txn), workers), commit_cost(txn))
 
 
 def start_work(run: TxnRun, now: float, cpus: CpuPool | None, heap: list, counter,
