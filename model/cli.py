@@ -15,7 +15,7 @@ import time
 from typing import Sequence
 
 from . import __version__
-from .profiles import PROFILES, ProfileError, get_profile
+from .profiles import DEFAULT_PROFILE, PROFILES, ProfileError, get_profile
 from .scoring import Z3_AUTO_LIMIT
 from .trace import TraceError, iter_trace, load_trace, write_trace
 
@@ -148,7 +148,8 @@ def _bugs(args) -> frozenset[str]:
 
 
 def _profile(args):
-    return get_profile(args.profile, cores=getattr(args, "cores", None))
+    return get_profile(args.profile, cores=getattr(args, "cores", None),
+                       durability=getattr(args, "durability", None))
 
 
 def _emit(text: str, path: str | None) -> None:
@@ -306,10 +307,17 @@ SCHEDULER_HELP = ("a scheduler: TRACKER+APPLIER or `serial`. Trackers: serial, d
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model options")
     g.add_argument("--profile", default="ideal", choices=sorted(PROFILES),
-                   help="cost profile for costs the trace lacks (default: ideal)")
+                   help="machine / cost profile for costs the trace lacks (default: "
+                        f"{DEFAULT_PROFILE} for score and report, a real MariaDB replica "
+                        "measured on 16 cores; ideal, the trace's own costs only, for the "
+                        "others)")
     g.add_argument("--cores", type=_positive_int, metavar="N",
                    help="replica CPU cores: executing needs a core, workers beyond it queue "
-                        "(default: the profile's; none = a core per worker)")
+                        "(default: the profile's machine's)")
+    g.add_argument("--durability", choices=("durable", "relaxed"),
+                   help="the replica's settings: durable (sync_binlog=1, "
+                        "innodb_flush_log_at_trx_commit=1) or relaxed (0 / 2): the machine "
+                        "profile's sync costs apply or not (default: the profile's, durable)")
     g.add_argument("--preserve-commit-order", type=_on_off, metavar="on|off",
                    help="mysql applier: replica_preserve_commit_order (default on)")
     g.add_argument("--checkpoint-group", type=_positive_int, metavar="N",
@@ -364,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds z3 may take per (workers, regime) before the heuristic bound "
                         "is used (default 10)")
     _add_model_options(s)
-    s.set_defaults(func=cmd_score)
+    s.set_defaults(func=cmd_score, profile=DEFAULT_PROFILE)
 
     sc = sub.add_parser("schedule", help="print the per-transaction schedule of one run",
                         description="Simulate one scheduler with W workers and print, per "

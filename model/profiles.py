@@ -14,6 +14,9 @@ import os
 from dataclasses import asdict, dataclass, field, replace
 
 DURABILITIES = ("durable", "relaxed")
+# What `score` and `report` predict for unless told otherwise: the one measured machine with room
+# to scale (docs/calibration.md), never an assumed or unlimited one.
+DEFAULT_PROFILE = "replica16"
 
 
 def txn_events(txn) -> int:

@@ -20,10 +20,23 @@ def _series_by_scheduler(results, key):
     names = list(dict.fromkeys(r["scheduler"] for r in results if r["scheduler"] != "serial"))
     out = []
     for n in names:
-        pts = [(r["workers"], r.get(key)) for r in results
-               if r["scheduler"] == n and "error" not in r]
-        out.append({"name": n, "points": sorted(pts)})
+        rs = [r for r in results if r["scheduler"] == n and "error" not in r]
+        series = {"name": n, "points": sorted((r["workers"], r.get(key)) for r in rs)}
+        if key == "speedup" and all(r.get("speedup_band") for r in rs) and rs:
+            series["band"] = sorted((r["workers"], *r["speedup_band"]) for r in rs)
+        out.append(series)
     return out
+
+
+def profile_text(prof: dict) -> str:
+    """What a prediction is for: the machine profile, its cores, the replica's durability."""
+    cores = f"{prof['cores']} cores" if prof.get("cores") else "a core per worker (no CPU limit)"
+    band = prof.get("band") or ()
+    return (f"Machine profile `{prof['name']}`: {prof.get('machine') or 'no measured machine'}; "
+            f"{cores}; {prof.get('durability', 'durable')} replica; "
+            + (f"shaded band: measured / predicted {band[0]:.2f}-{band[1]:.2f} (10th-90th "
+               f"percentile) on its calibration. " if band else "no calibration band. ")
+            + f"Provenance: {prof['provenance']}.")
 
 
 def figures(report: Report) -> dict[str, tuple[str, str]]:
@@ -160,12 +173,20 @@ def _answers(d: dict) -> list[tuple[str, list[str]]]:
     out = []
     lines = []
     for name, p in rec["per_scheduler"].items():
+        band = p.get("speedup_band")
+        band_text = f", band {band[0]:.2f}-{band[1]:.2f}x" if band else ""
         if p["still_gaining"]:
             lines.append(f"`{name}`: still gains at least {thr:.0%} at every step up to "
-                         f"{p['recommended_workers']} workers ({p['speedup']:.2f}x); try more.")
+                         f"{p['recommended_workers']} workers ({p['speedup']:.2f}x{band_text}), "
+                         f"beyond the calibration band too; try more.")
+        elif p.get("band_limited"):
+            lines.append(f"`{name}`: {_workers_text(p['recommended_workers'])} "
+                         f"({p['speedup']:.2f}x{band_text}): the model gains at least {thr:.0%} "
+                         f"at every step, but the last step's gain is inside the calibration "
+                         f"band, so more workers are not shown to help.")
         else:
-            lines.append(f"`{name}`: {_workers_text(p['recommended_workers'])} ({p['speedup']:.2f}x); "
-                         f"the next step gains less than {thr:.0%}.")
+            lines.append(f"`{name}`: {_workers_text(p['recommended_workers'])} ({p['speedup']:.2f}x"
+                         f"{band_text}); the next step gains less than {thr:.0%}.")
     out.append((f"How many workers? (the smallest count past which the next step of "
                 f"{', '.join(map(str, ws))} gains less than {thr:.0%} speedup)", lines))
     lines = []
@@ -258,7 +279,7 @@ def html_page(report: Report, figs: dict, *, title: str | None = None, nav: str 
            f"<h1>{esc(title)}</h1>",
            f"<p>{t['transactions']} transactions ({'MariaDB' if t['mariadb'] else 'MySQL'} "
            f"source). {esc(src)}</p>",
-           f"<p class=\"note\">Cost profile <code>{esc(prof['name'])}</code>: {esc(prof['provenance'])}. "
+           f"<p class=\"note\">{_md_inline(profile_text(prof))} "
            f"Times are µs of simulated replica time. Worker counts: "
            f"{esc(', '.join(map(str, d['workers'])))}.</p>",
            "<h2>Answers</h2>"]
@@ -303,8 +324,7 @@ def markdown_page(report: Report, figs: dict) -> str:
     out = [f"# commitsched report: {t['path']}", "",
            f"{t['transactions']} transactions ({'MariaDB' if t['mariadb'] else 'MySQL'} source). "
            + ", ".join(f"{k}: {v}" for k, v in t["source"].items()), "",
-           f"Cost profile `{prof['name']}`: {prof['provenance']}. Times are µs of simulated "
-           f"replica time.", ""]
+           f"{profile_text(prof)} Times are µs of simulated replica time.", ""]
     if d.get("skipped"):
         out += ["Not run (the trace cannot feed them): " + "; ".join(
             f"`{n}`: {why}" for n, why in d["skipped"].items()), ""]

@@ -92,6 +92,30 @@ def mean_events(folder: str) -> float:
     return sum(counts) / len(counts)
 
 
+REPLICA16_FIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "calibration", "replica16", "fit.json")
+
+
+def replica16_transfer(path: str = REPLICA16_FIT) -> dict | None:
+    """What a 2-core fit takes from the 16-core one (`traces/record/fidelity.py fit`): how the
+    driver's per-event time and the parallel-mode CPU per event grow per extra thread, as ratios
+    to their one-thread values, and the wake-up latency. None before replica16 is fitted."""
+    try:
+        with open(path) as f:
+            r16 = json.load(f)
+    except FileNotFoundError:
+        return None
+    p, growth = r16["profile"], r16["cpu_growth"]
+    return {"source": "replica16",
+            "dispatch_thread_ratio": (p["dispatch_thread"] / p["dispatch_event"]
+                                      if p["dispatch_event"] else 0.0),
+            # the counters' slope per extra thread relative to their intercept, the parallel-mode
+            # CPU per event at one thread (what a 2-core 1-thread run measures)
+            "coordination_thread_ratio": (growth["coordination_thread"]
+                                          / growth["coordination_event"]),
+            "wakeup": p["wakeup"]}
+
+
 def fit(folder: str, transfer: dict | None = None) -> dict:
     """The folder's machine profile (durable, and the same machine relaxed). `transfer`: the
     apply-pipeline terms no run of this machine measures, taken from another machine's fit
@@ -244,7 +268,7 @@ def merge_profiles(path: str, profiles: list[dict]) -> None:
 
 
 def cmd_fit(a) -> int:
-    result = fit(a.out)
+    result = fit(a.out, replica16_transfer())
     with open(os.path.join(a.out, "fit.json"), "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")
