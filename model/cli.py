@@ -285,15 +285,13 @@ def cmd_check(args) -> int:
 
 
 def cmd_annotate(args) -> int:
-    from .mysql_versions import MySQLVersionError, check_schedulers
     from .trackers import get_tracker
     source, txns = iter_trace(args.trace)
     mysql = _mysql_defaults(args, source)
-    if mysql is not None:
-        try:
-            check_schedulers(mysql, [f"{args.tracker}+mysql"])
-        except MySQLVersionError as e:
-            raise UsageError(str(e)) from None
+    if mysql is not None and args.tracker not in mysql.trackers and args.tracker in (
+            "commit_order", "writeset", "writeset_session", "database"):
+        raise UsageError(f"tracker {args.tracker}: MySQL {mysql.version} has no such dependency "
+                         f"tracking (it offers {', '.join(mysql.trackers)})")
     tracker = get_tracker(args.tracker, bugs=_bugs(args), **_tracker_options(args, args.tracker))
     out_source = dict(source)
     out_source["annotated_by"] = {"tracker": args.tracker,

@@ -106,3 +106,13 @@ def test_report_says_which_defaults(tmp_path):
     data = json.loads((out / "report.json").read_text())
     assert data["mysql"]["version"] == "8.4"
     assert "writeset_session+mysql" not in {r["scheduler"] for r in data["results"]}
+
+
+def test_annotate_refuses_a_tracking_the_version_lacks(tmp_path, capsys):
+    out = tmp_path / "x.jsonl"
+    assert main(["annotate", STEP4, "--tracker", "writeset_session", "--mysql", "8.4",
+                 "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "commitsched: error: tracker writeset_session: MySQL 8.4 has no such dependency "
+        "tracking (it offers commit_order, writeset)\n")
+    assert not out.exists()
