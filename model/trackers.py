@@ -147,16 +147,16 @@ class WritesetTracker(Tracker):
 
         can_use  := (hashes or no_pk) and not ddl/admin and not fk_parent
                     and not (more than history_size hashes)          # per-transaction limit
-        overflow := |history| + |hashes| > history_size
+        overflow := |history| + |hashes| > history_size    # |hashes|: see HOW MANY HASHES
         p := history_start; for h in hashes: if h in history: p := max(p, history[h]) when
              history[h] < seq; history[h] := seq; elif not overflow: history[h] := seq
         if can_use and not no_pk: parent := min(p, parent)           # never above the ceiling
         if overflow or not can_use: history_start := seq; clear history
     Rotation (a new `txn.file`): history cleared, history_start := 1 (§1.3).
     The hashes are the row keys `txn.writes` (PRIMARY and UNIQUE entries, FK parent keys, both
-    images of an UPDATE: design §3), one hash per key (`Txn` lists a key once; the server's
-    vector may repeat a hash, which only makes the overflow and the limit fire earlier). Admin statements (`txn.admin`) log no row events, so they take
-    the empty-write-set path even if the trace lists keys for them.
+    images of an UPDATE: design §3); lookups use each key once. Admin statements
+    (`txn.admin`) log no row events, so they take the empty-write-set path even if the trace
+    lists keys for them.
 
     THE COMMIT-ORDER PARENT (the ceiling `parent` above), per transaction:
       1. the trace's `last_committed` when present (a MySQL source);
