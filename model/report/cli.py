@@ -47,8 +47,8 @@ def write_report(report, out_dir: str, fmt: str) -> list[str]:
 
 
 def cmd_report(args) -> int:
-    from ..cli import (Progress, TraceSource, UsageError, _applier_options, _bugs, _profile,
-                       _tracker_options)
+    from ..cli import (Progress, TraceSource, UsageError, _applier_options, _bugs,
+                       _mysql_defaults, _mysql_schedulers, _profile, _tracker_options)
     from .analysis import build_report
     if not args.output and not args.json:
         raise UsageError("report: give -o DIR (a page) or --json (the numbers on stdout)")
@@ -62,12 +62,16 @@ def cmd_report(args) -> int:
     if args.window_start is not None and not 1 <= args.window_start <= trace.count:
         raise UsageError(f"report: --window-start {args.window_start} is not a seq of the trace "
                          f"(1..{trace.count})")
+    mysql = _mysql_defaults(args, trace.source)
     report = build_report(trace, path=args.trace, profile=profile, workers=args.workers,
-                          schedulers=args.scheduler, threshold=args.threshold,
+                          schedulers=_mysql_schedulers(args), threshold=args.threshold,
                           window=args.window, window_start=args.window_start,
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), bugs=_bugs(args),
                           whatif=not args.no_whatif, progress=progress)
+    if mysql is not None:
+        report.data["mysql"] = dict(mysql.to_json(), origin=args.mysql_origin,
+                                    text=mysql.describe())
     if args.output:
         progress("drawing")
         written = write_report(report, args.output, args.format)
@@ -109,7 +113,7 @@ def cmd_explain(args) -> int:
 
 
 def add_subcommands(sub, add_model_options) -> None:
-    from ..cli import SCHEDULER_HELP, _workers
+    from ..cli import SCHEDULER_HELP, _add_mysql_option, _workers
     from ..profiles import DEFAULT_PROFILE
     r = sub.add_parser(
         "report", help="an HTML (or Markdown) report of a trace: workers, tracking, waits, "
@@ -142,6 +146,7 @@ def add_subcommands(sub, add_model_options) -> None:
                    help="skip the what-if sweeps (durability, commit wait count)")
     r.add_argument("--quiet", action="store_true", help="no progress line")
     add_model_options(r)
+    _add_mysql_option(r)
     r.set_defaults(func=cmd_report, profile=DEFAULT_PROFILE)
 
     e = sub.add_parser(

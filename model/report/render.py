@@ -283,6 +283,9 @@ def html_page(report: Report, figs: dict, *, title: str | None = None, nav: str 
            f"Times are µs of simulated replica time. Worker counts: "
            f"{esc(', '.join(map(str, d['workers'])))}.</p>",
            "<h2>Answers</h2>"]
+    if d.get("mysql"):
+        out.insert(-1, f"<p class=\"note\">{esc(d['mysql']['text'])} (version from "
+                       f"{esc(d['mysql']['origin'])})</p>")
     if d.get("skipped"):
         out.insert(-1, "<p class=\"note\">Not run (the trace cannot feed them): " + "; ".join(
             f"<code>{esc(n)}</code>: {esc(why)}" for n, why in d["skipped"].items()) + "</p>")
@@ -325,6 +328,8 @@ def markdown_page(report: Report, figs: dict) -> str:
            f"{t['transactions']} transactions ({'MariaDB' if t['mariadb'] else 'MySQL'} source). "
            + ", ".join(f"{k}: {v}" for k, v in t["source"].items()), "",
            f"{profile_text(prof)} Times are µs of simulated replica time.", ""]
+    if d.get("mysql"):
+        out += [f"{d['mysql']['text']} (version from {d['mysql']['origin']})", ""]
     if d.get("skipped"):
         out += ["Not run (the trace cannot feed them): " + "; ".join(
             f"`{n}`: {why}" for n, why in d["skipped"].items()), ""]
