@@ -31,13 +31,13 @@ from typing import Callable, Iterable
 from .profiles import Profile
 from .rules import (MARIADB_LEVELS, gco_decision, gco_released, lock_conflict, marks_at_exec_end,
                     next_thread, waits_for_mdl, waits_for_prior_commit)
-from .simcore import (CAUSES, CommitStage, CpuPool, CpuTask, Deadlock, EventLog, LogFlush,
+from .simcore import (CAUSES, CommitStage, CpuPool, CpuTask, Deadlock, Disk, EventLog, LogFlush,
                       SimulationError, TxnRun, account_commit_wait, new_runs)
 
 MODES = MARIADB_LEVELS
 MARIADB_BUGS = frozenset({"gco_start_on_exec", "optimistic_no_kill"})
 
-EXEC_END, READY, RESUME, DISPATCHED, BACKGROUND_DONE = 0, 1, 3, 8, 9
+EXEC_END, READY, RESUME, DISPATCHED, BACKGROUND_DONE, EXEC_START = 0, 1, 3, 8, 9, 10
 SYNC_END, GROUP_START, SYNC_CPU = (CommitStage.SYNC_END, CommitStage.GROUP_START,
                                    CommitStage.SYNC_CPU)
 FLUSH_CPU, FLUSH_END = LogFlush.FLUSH_CPU, LogFlush.FLUSH_END
@@ -69,21 +69,25 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     current: list[TxnRun | None] = [None] * workers
     cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
+    disk = Disk() if profile.shared_disk else None
     stage = CommitStage(profile.sync, True, heap, counter, sync_cpu=profile.sync_cpu, cpus=cpus,
                         member_cpu=profile.commit_serial,
                         member_cost=profile.member_cost if profile.commit_byte else None,
-                        wakeup=profile.wakeup)
+                        wakeup=profile.wakeup, disk=disk)
     wakeup = profile.wakeup             # a waiting thread runs this long after it is signalled
     dispatch_cost = profile.dispatch_cost
     # the commit step (prepare's redo sync) as a flush resource, when the profile says how
-    flush = (LogFlush(profile.commit_grouped, profile.commit_cpu, cpus, heap, counter, READY)
-             if profile.commit_grouped or (cpus is not None and profile.commit_cpu > 0)
+    flush = (LogFlush(profile.commit_grouped, profile.commit_cpu, cpus, heap, counter, READY,
+                      disk)
+             if profile.commit_grouped or profile.shared_disk
+             or (cpus is not None and profile.commit_cpu > 0)
              else None)
     driver = (CpuTask() if cpus is not None and (profile.dispatch > 0 or profile.dispatch_event > 0)
               else None)
     driver_busy = False                           # the driver's dispatch is on a core
     background = profile.background_cpu if cpus is not None else 0.0
     contention_cpu = profile.contention_cpu
+    event_handoff = profile.event_handoff
     locks: dict[str, TxnRun] = {}
     lock_waiters: dict[int, list[TxnRun]] = {}    # holder seq -> runs waiting for its commit
     prior_waiters: dict[int, TxnRun] = {}         # seq that must commit first -> waiting run
@@ -166,6 +170,13 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         run.start = now
         if log is not None:
             log("retry" if run.attempt else "start", run.seq, now, None)
+        handoff = event_handoff(run.txn)
+        if handoff > 0:                 # its events reach the worker one hand-off at a time
+            push(heap, (now + handoff, next(counter), EXEC_START, (run, run.attempt)))
+        else:
+            begin_exec(run, now)
+
+    def begin_exec(run: TxnRun, now: float) -> None:
         if cpus is None:
             push(heap, (now + run.exec, next(counter), EXEC_END, (run, run.attempt)))
         else:
@@ -295,6 +306,10 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
             cpus.release(payload, t)
         elif kind == RESUME:
             try_start(payload, t)
+        elif kind == EXEC_START:
+            run, attempt = payload
+            if attempt == run.attempt:
+                begin_exec(run, t)
         elif kind == GROUP_START:
             stage.group_start(t)
         else:  # SYNC_END

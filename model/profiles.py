@@ -76,6 +76,13 @@ class Profile:
     # each member (writing its binlog events); `wakeup`: the latency of waking a waiting thread
     # (a released GCO or prior-commit wait, the next group commit after the previous one).
     exec_event: float = 0.0
+    # `handoff_event`: the time a MariaDB worker waits, off its core, per event of its
+    # transaction for the driver to hand the event over (the queue's mutex and condition
+    # variable): a latency on the worker's path that a 1-thread run shows as idle time
+    handoff_event: float = 0.0
+    # `shared_disk`: the binlog's group sync and the redo flush go to one device that flushes
+    # one at a time (ext4's journal commits), so in parallel mode they queue behind each other
+    shared_disk: bool = False
     # `coordination_event`: worker CPU per binlog event in parallel mode, on top of
     # `coordination` per transaction, on the worker's path. `coordination_thread`: CPU per event
     # per worker thread beyond the first that the replica burns while threads wait for each
@@ -115,6 +122,10 @@ class Profile:
         if self.coordination_event:
             extra += self.coordination_event * txn_events(txn)
         return max(0.0, exec_cost + extra)
+
+    def event_handoff(self, txn) -> float:
+        """What a worker waits for `txn`'s events to be handed over, off its core."""
+        return self.handoff_event * txn_events(txn) if self.handoff_event else 0.0
 
     def contention_cpu(self, txn, workers: int) -> float:
         """CPU burnt off the transaction's path while `workers` threads wait for each other."""

@@ -407,3 +407,34 @@ def test_durability_is_a_run_setting_of_one_machine_profile():
         relaxed.with_durability("durable")
     with pytest.raises(ProfileError):
         prof.with_durability("fast")
+
+
+def test_shared_disk_flushes_one_at_a_time():
+    """T1 and T2 (exec 1, one source group, 2 threads, optimistic): each flushes its redo (2)
+    at 1, then the binlog group sync (3). Without a shared disk both redo flushes run at once,
+    both are ready at 3 and commit together at 6. With one disk T2's flush waits for T1's (1-3,
+    then 3-5); T1's sync waits for T2's flush (5-8); T2, ready at 5 while that sync runs, is the
+    next group (8-11)."""
+    rows = [{"seq": i, "writes": [f"d.t/PRIMARY={i}"], "exec": 1.0, "commit": 2.0,
+             "commit_id": 9, "flags": ["transactional", "allow_parallel"]} for i in (1, 2)]
+    trace = trace_from_dicts(rows)
+    prof = replace(IDEAL, sync=3.0, commit_grouped=False)
+    runs, _ = collect("commit_id+mariadb_optimistic", trace.txns, 2, prof)
+    assert times(runs, "commit") == [6.0, 6.0]
+    runs, _ = collect("commit_id+mariadb_optimistic", trace.txns, 2, replace(prof, shared_disk=True))
+    assert times(runs, "commit") == [8.0, 11.0]
+
+
+def test_event_handoff_is_a_wait_off_the_core():
+    """A worker waits handoff_event x events = 0.5 x 4 before it executes; it holds no core
+    meanwhile: with one core, T2 (its own thread) executes while T1 still waits, and vice
+    versa."""
+    rows = [{"seq": 1, "writes": ["d.t/PRIMARY=1"], "exec": 1.0, "commit_id": 5, "events": 4,
+             "flags": ["transactional", "allow_parallel"]},
+            {"seq": 2, "writes": ["d.t/PRIMARY=2"], "exec": 1.0, "commit_id": 5, "events": 2,
+             "flags": ["transactional", "allow_parallel"]}]
+    prof = replace(IDEAL, handoff_event=0.5, cores=1)
+    runs, _ = collect("commit_id+mariadb_conservative", trace_from_dicts(rows).txns, 2, prof)
+    assert times(runs, "start") == [0.0, 0.0]
+    # T2 waits 1 and executes 1-2 on the core; T1 waits 2 and executes 2-3
+    assert times(runs, "exec_end") == [3.0, 2.0]

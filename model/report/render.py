@@ -137,9 +137,9 @@ def figures(report: Report) -> dict[str, tuple[str, str]]:
                 series.setdefault(f"{r['scheduler']} / {r['profile']}", []).append(
                     (r["workers"], r["speedup"]))
             figs["whatif_durability"] = (
-                "What if durability were different: each profile's speedup over serial replay "
-                "under the same profile (ideal: no sync; durable: one sync per group commit; "
-                "relaxed: a cheap group write).",
+                "What if durability were different: the same machine with a durable replica "
+                "(sync_binlog=1, innodb_flush_log_at_trx_commit=1) and a relaxed one (0 / 2), "
+                "each speedup over the serial replay under the same settings.",
                 line_chart([{"name": n, "points": sorted(p), "style": "solid"}
                             for n, p in series.items()],
                            title="Durability profile", xlabel="workers",

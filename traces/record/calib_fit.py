@@ -131,7 +131,7 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
     missing = [s for s, v in med_t.items() if v is None]
     if missing:
         raise SystemExit(f"calibrate fit: no serial runs for {', '.join(missing)} in {folder}")
-    drivers, workers_1, one_thread_cpu = [], [], []
+    drivers, workers_1, one_thread_cpu, one_thread_idle = [], [], [], []
     for r in runs:
         if r["threads"] == 1:
             one_thread_cpu.append(float(r["replica_cpu_s"]))
@@ -139,6 +139,8 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
             if len(cpu) >= 2:
                 workers_1.append(cpu[0])
                 drivers.append(cpu[1])
+                # the one worker's time off its core: waiting for its events to be handed over
+                one_thread_idle.append(max(0.0, r["apply_s"] - cpu[0]))
 
     def sql_thread_cpu(sync):
         """CPU seconds of the serial SQL thread (the one thread START SLAVE SQL_THREAD makes)."""
@@ -202,12 +204,14 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
     transfer = transfer or {}
     d_event = dispatch / events
     c_event = coordination / events
+    handoff = (_med(one_thread_idle) / n * us / events) if one_thread_idle else 0.0
     common = dict(exec_default=round(exec_cost, 3), dispatch=0.0, retry=0.0,
                   cores=cores, coordination=0.0, commit_serial=round(commit_serial, 3),
                   dispatch_event=round(d_event, 4), coordination_event=round(c_event, 4),
                   dispatch_thread=round(d_event * transfer.get("dispatch_thread_ratio", 0.0), 4),
                   coordination_thread=round(c_event * transfer.get("coordination_thread_ratio", 0.0), 4),
                   wakeup=round(transfer.get("wakeup", 0.0), 3),
+                  handoff_event=round(handoff, 4),
                   machine=f"{meta['host']['cpus']}-core shared VM of this project "
                           f"({os.path.basename(os.path.normpath(folder))})")
     fitted_from = {
@@ -215,6 +219,7 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
         "dispatch_event": f"1-thread run: driver thread CPU / N / {events:.2f} events",
         "coordination_event": f"1-thread run: worker CPU / N - exec, / {events:.2f} events",
         "commit_serial": "(relaxed serial - no_binlog serial) / N",
+        "handoff_event": f"1-thread run: (apply time - worker CPU) / N / {events:.2f} events",
         "sync": "(binlog_sync serial - relaxed serial) / binlog group commits",
         "commit_default": "(durable serial - binlog_sync serial) / N",
         "sync_cpu": "serial SQL thread CPU, binlog_sync - relaxed, per group",
@@ -239,7 +244,7 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
     profiles = [
         dict(name="durable-mariadb", commit_default=round(commit_dur, 3),
              sync=round(sync_bin, 3), sync_cpu=round(sync_cpu, 3),
-             commit_cpu=round(commit_cpu, 3), commit_grouped=True,
+             commit_cpu=round(commit_cpu, 3), commit_grouped=True, shared_disk=True,
              background_cpu=round(background["durable"], 3), **common,
              provenance=how + f"; sync_binlog=1, innodb_flush_log_at_trx_commit=1: sync = binlog "
                               f"fsync per group, commit = InnoDB prepare sync per transaction; "

@@ -281,7 +281,7 @@ def fit_replica16(maxiter: int, limit: int | None, progress=print) -> dict:
     wls = [fm.Workload(w, r16.trace_path(w), ser[w], limit=limit) for w in r16.WORKLOADS]
     growth = r16.cpu_growth({w.name: w.mean_events for w in wls})
     base = Profile("replica16", exec_default=0.0, commit_default=0.0, sync=0.0, dispatch=0.0,
-                   retry=0.0, provenance="", cores=16, commit_grouped=True,
+                   retry=0.0, provenance="", cores=16, commit_grouped=True, shared_disk=True,
                    coordination_thread=round(growth["coordination_thread"], 4),
                    machine=r16.MACHINE)
     configs = sorted(meas)
