@@ -109,7 +109,7 @@ calibrate-report:
 	$(PY) traces/record/calibrate.py fit --out $(CAL_UI) --profiles ""
 	for d in $(CAL_RW) $(CAL_UI); do \
 	  $(PY) traces/record/calibrate.py report --out $$d > /dev/null && cat $$d/report.md \
-	  && $(PY) traces/record/calib_whatif.py $$d || exit 1; done
+	  || exit 1; done
 	$(MAKE) fidelity
 
 # Predicted against measured for both measured machines (docs/calibration.md): the stored fits,

@@ -57,6 +57,8 @@ ABLATIONS = {
     "CPU growth with threads": dict(coordination_thread=0.0),
     "parallel-mode CPU (all)": dict(coordination=0.0, coordination_event=0.0,
                                     coordination_thread=0.0),
+    "one disk for both logs": dict(shared_disk=False),
+    "worker hand-off wait per event": dict(handoff_event=0.0),
     "cores as a limit": dict(cores=None),
 }
 
@@ -138,7 +140,7 @@ def _previous_profile(cores: int | None) -> Profile:
 
 # ---------------------------------------------------------------- the 2-core VM
 
-def two_core_rows(progress=print) -> list[dict]:
+def two_core_rows(progress=print, ablations: bool = True) -> list[dict]:
     rows = []
     prev = {}
     with open(PREVIOUS) as f:
@@ -167,13 +169,18 @@ def two_core_rows(progress=print) -> list[dict]:
             progress(f"  2-core {name} {sync} {mode} W={n}")
             sp = m["speedup"]
             model = fitted["durable-mariadb"].with_durability(sync)
-            rows.append({"machine": "2-core", "workload": name, "sync": sync, "mode": mode,
-                         "threads": n, "median": statistics.median(sp), "min": min(sp),
-                         "max": max(sp), "rounds": len(sp),
-                         "model": calib_report.predict(trace, model, mode, n)["speedup"],
-                         "constant": constant[sync],
-                         "previous": calib_report.predict(trace, prev[f"{sync}-mariadb"], mode,
-                                                          n)["speedup"]})
+            row = {"machine": "2-core", "workload": name, "sync": sync, "mode": mode,
+                   "threads": n, "median": statistics.median(sp), "min": min(sp),
+                   "max": max(sp), "rounds": len(sp),
+                   "model": calib_report.predict(trace, model, mode, n)["speedup"],
+                   "constant": constant[sync],
+                   "previous": calib_report.predict(trace, prev[f"{sync}-mariadb"], mode,
+                                                    n)["speedup"]}
+            if ablations:       # nothing refitted: the same profile with the terms at zero
+                for what, off in ABLATIONS.items():
+                    row["without " + what] = calib_report.predict(
+                        trace, replace(model, **off), mode, n)["speedup"]
+            rows.append(row)
     return rows
 
 
@@ -240,7 +247,8 @@ def markdown(r16_rows: list[dict], two_rows: list[dict]) -> str:
         out.append(f"| {r['workload']} | {r['sync']} | {r['mode']} | {r['threads']} | "
                    f"{r['median']:.2f} [{r['min']:.2f}, {r['max']:.2f}] | "
                    + " | ".join(_cell(r, k) for k, _ in cols2) + " |")
-    out += ["", _summary_table(two_rows, cols2),
+    out += ["", _summary_table(two_rows, cols2 + [("without " + a, "model without " + a)
+                                                  for a in ABLATIONS]),
             "", _summary_table([r for r in two_rows if r["sync"] == "durable"], cols2,
                                title="durable only"),
             "", _summary_table([r for r in two_rows if r["sync"] == "relaxed"], cols2,
@@ -350,7 +358,7 @@ def cmd_fit(a) -> int:
         _write_json(os.path.join(folder, "fit.json"), result)
         if name == TWO_CORE[0]:
             stored += result["profiles"]
-    two = two_core_rows(progress=lambda s: None)
+    two = two_core_rows(progress=lambda s: None, ablations=False)
     band2 = _band(two, "model")
     for p in stored[1:]:
         p["band"] = list(band2)
