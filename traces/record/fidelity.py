@@ -197,7 +197,7 @@ def _cell(r: dict, key: str) -> str:
 TERM_ROWS = ("exec_default", "exec_event", "dispatch", "dispatch_event", "dispatch_thread",
              "commit_serial", "commit_byte", "wakeup", "coordination", "coordination_event",
              "coordination_thread", "sync", "sync_cpu", "commit_default", "commit_cpu",
-             "background_cpu", "cores")
+             "background_cpu", "handoff_event", "shared_disk", "commit_grouped", "cores")
 
 
 def terms_table(profiles: list[Profile]) -> str:
