@@ -467,7 +467,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
+        parser.print_usage(sys.stderr)
+        print("commitsched: error: give a COMMAND (`commitsched --help` lists them)",
+              file=sys.stderr)
         return 2
     if hasattr(args, "scheduler") and args.command == "score":
         args.scheduler_given = bool(args.scheduler)
