@@ -19,13 +19,13 @@ from .schema import Catalog, Table, table_from_metadata
 HEADER_RE = re.compile(r"^#(\d{6})\s+(\d{1,2}):(\d\d):(\d\d) server id (\d+)\s+end_log_pos (\d+)"
                        r"(?: CRC32 0x[0-9a-fA-F]+)?\s+(.*)$")
 # Numbers are the servers' 64-bit values, at most 20 digits: a longer one is malformed input.
-TABLE_MAP_RE = re.compile(r"^Table_map: `((?:[^`]|``)+)`\.`((?:[^`]|``)+)` mapped to number (\d{1,20})")
-ROWS_EV_RE = re.compile(r"^(Write|Update|Delete)_rows(?:_v1|_compressed|_compressed_v1)?: table id (\d{1,20})")
+TABLE_MAP_RE = re.compile(r"^Table_map: `((?:[^`]|``)+)`\.`((?:[^`]|``)+)` mapped to number (\d{1,20})(?!\d)")
+ROWS_EV_RE = re.compile(r"^(Write|Update|Delete)_rows(?:_v1|_compressed|_compressed_v1)?: table id (\d{1,20})(?!\d)")
 ROW_START_RE = re.compile(r"^### (INSERT INTO|UPDATE|DELETE FROM) `((?:[^`]|``)+)`\.`((?:[^`]|``)+)`$")
 COL_RE = re.compile(r"^###   @(\d{1,5})=(.*)$")    # a table has at most 4096 columns
 # -vv appends the column type: " /* INT meta=0 nullable=0 is_null=0 */"
 TYPE_COMMENT_RE = re.compile(r" /\* [^*]*? meta=\d+ nullable=\d is_null=\d \*/$")
-QUERY_EV_RE = re.compile(r"^Query\s+thread_id=(\d{1,20})")
+QUERY_EV_RE = re.compile(r"^Query\s+thread_id=(\d{1,20})(?!\d)")
 STMT_END = "/*!*/;"
 
 _DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "FLUSH",
