@@ -210,7 +210,7 @@ def trace_inputs(draw, seeds) -> tuple[str, bytes]:
         i = draw(st.integers(0, len(lines) - 1))
         try:
             obj = json.loads(lines[i])
-        except ValueError:
+        except (ValueError, RecursionError):      # a line an earlier edit made hostile
             continue
         if isinstance(obj, dict):
             obj[draw(st.sampled_from(TRACE_FIELDS))] = draw(json_value)
@@ -375,6 +375,11 @@ def _incomplete(path: str, load_trace) -> str | None:
     except Exception as e:                   # noqa: BLE001
         return f"{type(e).__name__}: {str(e)[:200]}"
     return None
+
+
+def _limit_memory() -> None:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
 def _child_env() -> dict:
@@ -567,7 +572,9 @@ class Campaign:
                             Outcome(rc, time.perf_counter() - started, err, problem), {})
 
     def unbounded_inputs(self) -> None:
-        """/dev/zero never ends and has no newline: a bounded read must refuse it."""
+        """/dev/zero never ends and has no newline: a bounded read must refuse it. The child
+        gets at most 4 GiB of address space (an unbounded read would take the machine's
+        memory); running out of it is a finding too."""
         cli = [sys.executable, "-m", "commitsched"]
         for argv in (["validate", "/dev/zero"], ["import", "/dev/zero", "-o", "OUT"]):
             target = f"unbounded:{argv[0]}"
@@ -577,10 +584,12 @@ class Campaign:
                 started = time.perf_counter()
                 try:
                     r = subprocess.run(cli + a, capture_output=True, text=True, cwd=ROOT,
-                                       timeout=self.per_run, errors="replace", env=_child_env())
+                                       timeout=self.per_run, errors="replace", env=_child_env(),
+                                       preexec_fn=_limit_memory)
                     rc, err = r.returncode, r.stderr
                     problem = None if rc == 2 and err.startswith("commitsched: error:") and \
-                        "Traceback" not in err else f"exit {rc}: {err[-300:]}"
+                        "Traceback" not in err and "MemoryError" not in err else \
+                        f"unbounded read: exit {rc}: {err[-300:]}"
                 except subprocess.TimeoutExpired:
                     rc, err, problem = None, "", f"hang: still reading after {self.per_run:g} s"
                 self.record(target, argv, Outcome(rc, time.perf_counter() - started, err,
