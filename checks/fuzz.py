@@ -611,11 +611,11 @@ class Campaign:
             batch = 0
             while time.monotonic() < end:
                 batch += 1
-                self._batch(fn, self.seed * 1000 + batch, end)
+                self._batch(fn, self.seed * 1000 + batch)
         left = seconds - (time.monotonic() - start)
         self.signals(max(left, min(30.0, seconds * 0.2)), rng)
 
-    def _batch(self, fn, seed: int, end: float) -> None:
+    def _batch(self, fn, seed: int) -> None:
         # Small batches, each a fresh seeded hypothesis run, so the campaign stops close to
         # its time; hypothesis must not see the clock (its draws have to be replayable).
         @hseed(seed)

@@ -372,11 +372,12 @@ def test_fuzz_check_outputs_sees_half_written_files(tmp_path):
 
 
 def test_fuzz_campaign_smoke(tmp_path):
-    """A few seconds of the campaign in-process: it runs every in-process target and writes
-    its summary (the CI campaign is `make fuzz`)."""
+    """A few seconds of the campaign in-process: a batch of the importer and command-line
+    targets, no finding (the trace targets still find the loader's failures until issue 13;
+    the whole campaign is `make fuzz`)."""
     c = fuzz.Campaign(str(tmp_path), per_run=20, seed=3)
     for fn in (c.target_import, c.target_args):
-        c._batch(fn, 3, 0)
+        c._batch(fn, 3)
     s = c.summary(1.0)
     assert s["targets"]["import:text"]["inputs"] == 8
     assert s["targets"]["args"]["inputs"] == 8
