@@ -1,13 +1,14 @@
 """Scoring: replay one trace under schedulers and worker counts, against serial and the bound."""
 from __future__ import annotations
 
+import math
 import sys
 from typing import Callable, Sequence
 
 from .metrics import RunMetrics, bound_for, heuristic_bounds
 from .profiles import Profile
 from .schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler, run_scheduler
-from .simcore import Deadlock
+from .simcore import Deadlock, SimulationError
 
 
 def _commits_in_order(sched, applier_options: dict) -> bool:
@@ -68,6 +69,9 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
     serial_metrics = RunMetrics(1)
     run_scheduler("serial", trace.txns(), 1, profile, serial_metrics)
     serial_makespan = serial_metrics.makespan
+    if not math.isfinite(serial_makespan):
+        raise SimulationError(f"the trace's costs add up to {serial_makespan} µs under profile "
+                              f"{profile.name}, beyond what a float holds: nothing to score")
     progress("bounds")
     base_bounds = {w: heuristic_bounds(trace.txns(), profile, w) for w in sorted(set(workers))}
     results = []

@@ -344,9 +344,12 @@ def _flags(txn: Txn) -> frozenset:
 class CommitIdTracker(Tracker):
     """The trace's MariaDB `commit_id` as is (§3.1): consecutive transactions with the same
     non-zero commit id were one binlog group commit on the source. A transaction without a commit
-    id is a group of one (MariaDB writes none for singletons); a trace with no commit id at all
-    is refused. To refuse it without materialising the trace, up to `lookahead` (option, default
-    10000) leading transactions without one are held back until a commit id shows up."""
+    id is a group of one, as a MariaDB replica applies it: the server writes `cid` only for a
+    transaction that group-committed with others, so a binlog from a low-concurrency primary may
+    have none at all (semantics §3.1). Refused: a MySQL trace (logical clocks, no commit id at
+    all), whose groups are in last_committed (use commit_order). To refuse it without
+    materialising the trace, up to `lookahead` (option, default 10000) leading transactions with
+    a clock and no commit id are held back until a commit id shows up."""
 
     name, kind = "commit_id", "groups"
     options = {"lookahead": 10000}
@@ -356,22 +359,26 @@ class CommitIdTracker(Tracker):
         held = []
         limit = self.opts["lookahead"]
         for txn in it:
-            if txn.commit_id is None:
+            if txn.commit_id is None and (txn.last_committed is not None or held):
                 held.append(txn)
-                if len(held) >= limit:
-                    raise TrackerError(f"commit_id needs commit_id in the trace (none in the "
-                                       f"first {len(held)} transactions, up to seq {txn.seq})")
+                if len(held) >= limit and any(h.last_committed is not None for h in held):
+                    raise TrackerError(self._mysql_trace(f"the first {len(held)} transactions"))
                 continue
             for h in held:
                 yield h, (0, _flags(h))
             held = None
-            yield txn, (txn.commit_id, _flags(txn))
+            yield txn, (txn.commit_id or 0, _flags(txn))
             break
         if held:
-            raise TrackerError(f"commit_id needs commit_id in the trace (none of its "
-                               f"{len(held)} transactions has one)")
+            raise TrackerError(self._mysql_trace(f"all {len(held)} transactions"))
         for txn in it:
             yield txn, (txn.commit_id or 0, _flags(txn))
+
+    @staticmethod
+    def _mysql_trace(which: str) -> str:
+        return (f"commit_id needs MariaDB commit ids, but {which} carry MySQL "
+                f"last_committed/sequence_number and none has a commit_id (a MySQL binlog: "
+                f"use commit_order)")
 
 
 class SlaveGroupCommitTracker(Tracker):

@@ -1,5 +1,5 @@
-"""The synthetic source (model/generate.py): its traces load, are deterministic, and their
-annotations are what the lock rules imply (semantics.md §1.1–§1.3, §3.1)."""
+"""The synthetic source (model/generate.py, gen_source.py, gen_workloads.py): its traces load,
+are deterministic, and their annotations are what the lock rules imply (semantics.md §1.1–§1.3, §3.1)."""
 from __future__ import annotations
 
 import gc
@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commitsched.generate import EXAMPLES, HAND_MADE, generate, generate_source_header, regenerate
+from commitsched.gen_examples import EXAMPLES, HAND_MADE, regenerate
+from commitsched.generate import generate, generate_source_header
 from commitsched.trace import iter_trace, load_trace, write_trace
 
 EXAMPLES_DIR = os.path.join(os.path.dirname(__file__), "..", "traces", "examples")

@@ -18,14 +18,15 @@ from .schema import Catalog, Table, table_from_metadata
 
 HEADER_RE = re.compile(r"^#(\d{6})\s+(\d{1,2}):(\d\d):(\d\d) server id (\d+)\s+end_log_pos (\d+)"
                        r"(?: CRC32 0x[0-9a-fA-F]+)?\s+(.*)$")
-TABLE_MAP_RE = re.compile(r"^Table_map: `((?:[^`]|``)+)`\.`((?:[^`]|``)+)` mapped to number (\d+)")
-ROWS_EV_RE = re.compile(r"^(Write|Update|Delete)_rows(?:_v1|_compressed|_compressed_v1)?: table id (\d+)")
+# Numbers are the servers' 64-bit values, at most 20 digits: a longer one is malformed input.
+TABLE_MAP_RE = re.compile(r"^Table_map: `((?:[^`]|``)+)`\.`((?:[^`]|``)+)` mapped to number (\d{1,20})(?!\d)")
+ROWS_EV_RE = re.compile(r"^(Write|Update|Delete)_rows(?:_v1|_compressed|_compressed_v1)?: table id (\d{1,20})(?!\d)")
 ROW_START_RE = re.compile(r"^### (INSERT INTO|UPDATE|DELETE FROM) `((?:[^`]|``)+)`\.`((?:[^`]|``)+)`$")
-COL_RE = re.compile(r"^###   @(\d+)=(.*)$")
+COL_RE = re.compile(r"^###   @(\d{1,5})=(.*)$")    # a table has at most 4096 columns
 # -vv appends the column type: " /* INT meta=0 nullable=0 is_null=0 */"
 TYPE_COMMENT_RE = re.compile(r" /\* [^*]*? meta=\d+ nullable=\d is_null=\d \*/$")
 SERVER_V_RE = re.compile(r"server v (\S+)")   # Format_description: "server v 8.0.36"
-QUERY_EV_RE = re.compile(r"^Query\s+thread_id=(\d+)")
+QUERY_EV_RE = re.compile(r"^Query\s+thread_id=(\d{1,20})(?!\d)")
 STMT_END = "/*!*/;"
 
 _DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "FLUSH",
@@ -159,14 +160,17 @@ class Reader:
         # mysqlbinlog prints the event time in the local time zone of the printing process
         base = self._ts_cache.get(date)
         if base is None:
-            base = time.mktime(time.strptime(date, "%y%m%d"))
+            try:
+                base = time.mktime(time.strptime(date, "%y%m%d"))
+            except (ValueError, OverflowError):
+                raise ValueError(f"malformed event date {date!r} (YYMMDD)") from None
             self._ts_cache[date] = base
         return base + int(h) * 3600 + int(mi) * 60 + int(s)
 
     @staticmethod
     def _first_event(pos: str | None, end_pos: int) -> dict:
         """The size fields of a transaction whose GTID event starts at `pos` ('# at POS')."""
-        start = int(pos) if pos is not None and pos.isdigit() else None
+        start = int(pos) if pos is not None and pos.isdigit() and len(pos) <= 20 else None
         return {"events": 1, "start_pos": start, "end_pos": end_pos}
 
     def _fk_parent(self, t: Table) -> bool:
@@ -417,12 +421,19 @@ class Reader:
                         problem("Query event ends without its '/*!*/;' terminator")
                         stmt = []
                     body = m.group(7).strip()
-                    ts = self._stamp(m.group(1), m.group(2), m.group(3), m.group(4))
                     event = "other"
+                    if len(m.group(6)) > 20:            # a 64-bit position: at most 20 digits
+                        problem(f"malformed end_log_pos {m.group(6)[:30]}...")
+                        continue
                     end_pos = int(m.group(6))
                     if cur is not None:
                         cur.events += 1
                         cur.end_pos = end_pos
+                    try:
+                        ts = self._stamp(m.group(1), m.group(2), m.group(3), m.group(4))
+                    except ValueError as e:
+                        problem(str(e))
+                        continue
                     try:
                         g = mariadb.parse_gtid(body)
                         if g is not None:
@@ -552,6 +563,9 @@ class Reader:
                     continue
                 if line.startswith("/*M!100101 SET @@session.skip_parallel_replication="):
                     m = mariadb.SKIP_PARALLEL_RE.search(line)
+                    if m is None:
+                        problem(f"malformed skip_parallel_replication line {line[:60]!r}")
+                        continue
                     self._allow_parallel = m.group(1) == "0"
                     if cur is not None:
                         (cur.flags.add if self._allow_parallel else cur.flags.discard)("allow_parallel")

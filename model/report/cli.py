@@ -22,7 +22,11 @@ def _threshold(text: str) -> float:
 
 
 def write_report(report, out_dir: str, fmt: str) -> list[str]:
-    from ..trace import write_text_atomic
+    from ..trace import write_text_atomic as write_raw
+    from . import safe_text
+
+    def write_text_atomic(path: str, text: str) -> None:
+        write_raw(path, safe_text(text))
     from .render import figures, html_page, markdown_page
     figs = figures(report)
     written = []

@@ -46,19 +46,23 @@ def svg_open(width: float, height: float, label: str) -> str:
 
 
 def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    if hi <= lo:
-        hi = lo + 1
-    raw = (hi - lo) / n
+    """About `n` round ticks covering [lo, hi]; never a zero-width axis (all-zero or tiny
+    costs) and never more than a few dozen ticks (a span tiny next to its values)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        lo, hi = 0.0, 1.0
+    span = hi - lo
+    if span <= 0 or span < 1e-300:
+        span = 1.0
+    elif span < abs(hi) * 1e-9:
+        span = abs(hi) * 1e-6
+    hi = lo + span
+    raw = span / n
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    start = math.floor(lo / step) * step
-    ticks = []
-    v = start
-    while True:
-        ticks.append(round(v, 10))
-        if v >= hi - step * 1e-9:
-            return ticks
-        v += step
+    k0, k1 = math.floor(lo / step), math.ceil(hi / step - 1e-9)
+    digits = max(0, -math.floor(math.log10(step)) + 2)
+    ticks = [round(k * step, digits) for k in range(k0, max(k1, k0 + 1) + 1)]
+    return ticks if ticks[-1] > ticks[0] else [lo, lo + span]
 
 
 def _marker(kind: str, x: float, y: float, c: str, tip: str) -> str:
