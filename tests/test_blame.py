@@ -151,6 +151,23 @@ def test_split_what_if_worked_examples():
     assert [(r["k"], r["makespan"]) for r in rows] == [(0, 11), (1, 11)]
 
 
+
+def test_split_shares_out_the_size_fields(tmp_path):
+    """`rows`, `events`, `bytes` and the write set's repeated hashes go with the chunks' rows,
+    so the cost model's per-event and per-byte terms see each chunk's share."""
+    txns = load_trace(HEAD_MYSQL).txns
+    big = txns[1]
+    big.events, big.bytes, big.rows = 7, 1001, 2
+    big.write_set_size = len(big.writes) + 3           # three hashes beyond one per key
+    new, chunks = split_txns(txns, {2: 2}, IDEAL)
+    parts = [new[s - 1] for s in chunks[2]]
+    assert [t.events for t in parts] == [4, 3] and [t.bytes for t in parts] == [501, 500]
+    assert [t.rows for t in parts] == [1, 1]
+    assert [t.write_set_size for t in parts] == [1 + 2, 1 + 1]
+    out = tmp_path / "split.jsonl"
+    write_trace(str(out), new, {"from": "test"})
+    assert [load_trace(str(out)).txns[s - 1].write_set_size for s in chunks[2]] == [3, 2]
+
 def test_split_uses_profile_cost_when_the_trace_has_none():
     txns = load_trace("traces/recorded/oltp_read_write_t8.jsonl.gz").txns[:5]
     p = get_profile("durable")
@@ -186,7 +203,7 @@ def test_blame_cli_table(capsys):
 @pytest.mark.parametrize("argv, needle", [
     (["blame", "no/such/file.jsonl", "--scheduler", "serial", "--workers", "2"], "no such file"),
     (["blame", HEAD_MYSQL, "--scheduler", "commit_id+mariadb_conservative", "--workers", "2"],
-     "commit_id needs commit_id"),
+     "commit_id needs MariaDB commit ids"),
     (["blame", HEAD_MYSQL, "--scheduler", "nope", "--workers", "2"], "TRACKER+APPLIER"),
 ])
 def test_blame_cli_errors_are_one_line(capsys, tmp_path, argv, needle):
@@ -297,3 +314,43 @@ def test_blame_with_cores_modelled_leaves_nothing_unexplained(profile):
         assert r.by_culprit.get("(other)", 0) == 0 and r.by_culprit.get("(coordinator)", 0) == 0
         assert sum(r.by_culprit.values()) == pytest.approx(r.waiting, abs=1e-6)
         assert sum(r.critical.values()) == pytest.approx(r.makespan, abs=1e-6)
+
+
+def test_blame_with_the_cost_model_terms_leaves_nothing_unexplained():
+    """`replica16` charges the driver per event and wakes a released MariaDB worker `wakeup`
+    later: blame reads both back (per-run dispatch, `(wakeup)`), so no wait is left to
+    `(other)`/`(coordinator)` and next to none to `(cores)` (16 cores, 8 workers)."""
+    txns = load_trace("traces/examples/bulk_updates_16clients.jsonl.gz").txns
+    profile = get_profile("replica16")
+    assert profile.wakeup > 0 and profile.dispatch_event > 0
+    for name in ("commit_id+mariadb_conservative", "commit_id+mariadb_optimistic",
+                 "writeset+mysql"):
+        r = blame_trace(txns, name, 8, profile)
+        assert r.by_culprit.get("(other)", 0) == 0 and r.by_culprit.get("(coordinator)", 0) == 0
+        assert r.by_culprit.get("(cores)", 0) <= 0.01 * r.waiting
+        assert sum(r.by_culprit.values()) == pytest.approx(r.waiting, abs=1e-6)
+        assert sum(r.critical.values()) == pytest.approx(r.makespan, abs=1e-6)
+    r = blame_trace(txns, "commit_id+mariadb_conservative", 8, profile)
+    assert r.by_culprit.get("(wakeup)", 0) > 0
+
+
+def test_blame_cli_zero_and_overflowing_costs(capsys, tmp_path):
+    """Found by the fuzzing campaign: a trace whose costs are all 0 has no speedup to print
+    (`-`), one whose costs overflow a float ends in one line, as `score` does."""
+    txns = load_trace(HEAD_MYSQL).txns
+    for t in txns:
+        t.exec, t.commit = 0.0, 0.0
+    zero = tmp_path / "zero.jsonl"
+    write_trace(str(zero), txns, {"from": "test"})
+    assert main(["blame", str(zero), "--scheduler", "serial", "--workers", "2",
+                 "--split-top", "1"]) == 0
+    assert "what if" in capsys.readouterr().out
+    for t in txns:
+        t.exec = 1.7e308
+    huge = tmp_path / "huge.jsonl"
+    write_trace(str(huge), txns, {"from": "test"})
+    code = main(["blame", str(huge), "--scheduler", "serial", "--workers", "2",
+                 "-o", str(tmp_path / "never.txt")])
+    err = capsys.readouterr().err
+    assert code == 2 and "beyond what a float holds" in err and err.count("\n") == 1
+    assert not (tmp_path / "never.txt").exists()

@@ -99,7 +99,7 @@ def test_generate_then_score(capsys, tmp_path):
     (["score", S14, "--scheduler", "fast"], "TRACKER+APPLIER"),
     (["check", S14, "--scheduler", "serial", "--inject-bug", "no_such_bug"], "unknown bug"),
     (["schedule", S14, "--scheduler", "commit_id+mariadb_conservative", "--workers", "2"],
-     "commit_id needs commit_id"),
+     "commit_id needs MariaDB commit ids"),
 ])
 def test_user_errors_are_one_line(capsys, argv, needle):
     code, out, err = run(capsys, *argv)

@@ -1,5 +1,5 @@
-"""The synthetic source (model/generate.py): its traces load, are deterministic, and their
-annotations are what the lock rules imply (semantics.md §1.1–§1.3, §3.1)."""
+"""The synthetic source (model/generate.py, gen_source.py, gen_workloads.py): its traces load,
+are deterministic, and their annotations are what the lock rules imply (semantics.md §1.1–§1.3, §3.1)."""
 from __future__ import annotations
 
 import gc
@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commitsched.generate import EXAMPLES, HAND_MADE, generate, generate_source_header, regenerate
+from commitsched.gen_examples import EXAMPLES, HAND_MADE, regenerate
+from commitsched.generate import generate, generate_source_header
 from commitsched.trace import iter_trace, load_trace, write_trace
 
 EXAMPLES_DIR = os.path.join(os.path.dirname(__file__), "..", "traces", "examples")
@@ -93,7 +94,8 @@ def test_exactly_n_and_a_prefix_for_a_longer_run():
 
 @pytest.mark.parametrize("bad", [dict(workload="tpcc"), dict(source="pg"), dict(skew=1.0),
                                  dict(skew=-0.1), dict(clients=0), dict(rotate_every=0),
-                                 dict(exec_us=0)])
+                                 dict(exec_us=0), dict(bulk_every=0),
+                                 dict(bulk_every=5, bulk_rows=0)])
 def test_bad_parameters_are_refused(bad):
     with pytest.raises(ValueError):
         generate(10, **bad)
@@ -367,6 +369,27 @@ def test_oltp_read_write_shape():
     assert {k.split("/")[0] for t in txns for k in t.writes} == {
         "sbtest.sbtest1", "sbtest.sbtest2", "sbtest.sbtest3"}
 
+
+def test_bulk_updates_lock_consecutive_rows_and_respect_the_lock_rules():
+    """Every `bulk_every`-th transaction begun is a range UPDATE of `bulk_rows` consecutive
+    rows of one table (deadlock retries keep its kind), the rest single-row updates; the bulk
+    knobs are in the header only when bulk updates are on."""
+    kw = dict(workload="oltp_update_index", clients=16, tables=2, bulk_every=25, bulk_rows=40,
+              source="mariadb")
+    txns = _gen(1000, **kw)
+    bulk = [t for t in txns if len(t.writes) > 1]
+    assert 35 <= len(bulk) <= 40 and all(len(t.writes) == 40 for t in bulk)
+    for t in bulk:
+        tables = {k.split("/")[0] for k in t.writes}
+        rows = [int(k.rpartition("=")[2]) for k in t.writes]
+        assert len(tables) == 1 and rows == list(range(rows[0], rows[0] + 40))
+    assert all(len(t.writes) == 1 for t in txns if t not in bulk)
+    assert _check_intervals(txns) > 0
+    assert generate_source_header(1000, **kw)["parameters"]["bulk_rows"] == 40
+    assert "bulk_rows" not in generate_source_header(10)["parameters"]
+    # a row share of a small transaction each: median cost about 40 x 150 / 10 µs
+    costs = sorted(t.exec for t in bulk)
+    assert 300 < costs[len(costs) // 2] < 1200
 
 def test_insert_over_tables_never_conflicts():
     txns = _gen(2000, workload="oltp_insert", clients=100, tables=25)

@@ -371,3 +371,51 @@ def test_schema_column_count_mismatch_makes_table_unknown(tmp_path):
     with pytest.raises(TraceError) as e:
         import_binlog([MDB_GROUPS], str(tmp_path / "o.jsonl"), schema=str(schema))
     assert "columns" in e.value.reason
+
+
+# ---------------------------------------------------------------- transaction size
+
+def _events_by_hand(path):
+    """Each transaction's (event count, bytes, rows) recounted from the printed text: every
+    event header line from a GTID event to the next XID / COMMIT, its `# at` positions and the
+    `### INSERT/UPDATE/DELETE` lines."""
+    out, cur, at = [], None, None
+    for line in lines_of(path):
+        if line.startswith("# at "):
+            at = int(line[5:])
+        m = re.match(r"^#\d{6}\s+[\d:]+ server id \d+\s+end_log_pos (\d+)", line)
+        if m:
+            end = int(m.group(1))
+            if "\tGTID " in line:
+                cur = [1, at, end, 0]
+            elif cur is not None:
+                cur[0] += 1
+                cur[2] = end
+                if "\tXid = " in line:
+                    out.append((cur[0], cur[2] - cur[1], cur[3]))
+                    cur = None
+        elif cur is not None and re.match(r"^### (INSERT INTO|UPDATE|DELETE FROM) ", line):
+            cur[3] += 1
+    return out
+
+
+def test_mariadb_transaction_size_from_event_positions(tmp_path):
+    _, tr = imp(tmp_path, [MDB_GROUPS])
+    assert [(t.events, t.bytes, t.rows) for t in tr] == _events_by_hand(MDB_GROUPS)
+    # sysbench oltp_read_write: GTID, 4 x (Annotate_rows, Table_map, rows event), Xid
+    assert {t.events for t in tr} == {14}
+
+
+def test_mysql_transaction_length_is_the_size(tmp_path):
+    _, tr = imp(tmp_path, [MY1])
+    printed = [int(m.group(1)) for l in lines_of(MY1) if (m := re.search(r"transaction_length=(\d+)", l))]
+    assert [t.bytes for t in tr] == printed
+    assert all(t.events >= 2 for t in tr) and tr.txns[0].rows == 0 and tr.txns[2].rows == 2
+
+
+def test_size_fields_are_validated(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"format": "commitsched-trace", "version": 1, "source": {}}\n'
+                 '{"seq": 1, "writes": [], "events": -3}\n')
+    with pytest.raises(TraceError, match='"events" must be a non-negative integer'):
+        load_trace(str(p))

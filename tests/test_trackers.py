@@ -239,13 +239,23 @@ def test_commit_id_as_is_and_flags():
     assert out[6][1] == {"waited", "transactional"}
 
 
-def test_commit_id_errors():
-    with pytest.raises(TrackerError, match=r"commit_id needs commit_id in the trace \(none of its 2"):
-        deps("commit_id", [Txn(1, [P(1)]), Txn(2, [P(2)])])
-    with pytest.raises(TrackerError, match="none in the first 3 transactions"):
-        deps("commit_id", [Txn(i, [P(i)]) for i in range(1, 10)], lookahead=3)
-    # Leading singletons without a commit id are fine once one shows up.
-    assert [g for g, _ in deps("commit_id", [Txn(1, [P(1)]), Txn(2, [P(2)], commit_id=5)])] == [0, 5]
+def test_commit_id_without_any_cid_is_one_group_each():
+    # MariaDB prints cid only for a transaction that group-committed with others: a binlog from
+    # a low-concurrency primary has none, and the replica applies each as its own group.
+    out = deps("commit_id", [Txn(1, [P(1)]), Txn(2, [P(2)]), Txn(3, [], ddl=True)])
+    assert [g for g, _ in out] == [0, 0, 0]
+    assert out[2][1] == {"ddl", "allow_parallel"}
+
+
+def test_commit_id_refuses_a_mysql_trace():
+    mysql = [Txn(i, [P(i)], last_committed=i - 1, sequence_number=i) for i in range(1, 10)]
+    with pytest.raises(TrackerError, match=r"all 9 transactions carry MySQL last_committed"):
+        deps("commit_id", mysql)
+    with pytest.raises(TrackerError, match="the first 3 transactions carry MySQL"):
+        deps("commit_id", mysql, lookahead=3)
+    # Leading transactions without a commit id are fine once one shows up.
+    assert [g for g, _ in deps("commit_id", [*mysql[:2], Txn(3, [P(3)], commit_id=5)])] == \
+        [0, 0, 5]
 
 
 def sgc(txns, **kw):

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
@@ -31,6 +32,9 @@ from .schema import Catalog, SchemaError
 __all__ = ["import_binlog", "ImportStats", "read_binlog", "TraceError", "group_stats"]
 
 BINLOG_MAGIC = b"\xfebin"
+# The longest text line read (a decoded row with a large TEXT/BLOB value is one line): longer
+# lines are refused with file:line rather than read without bound.
+MAX_LINE_CHARS = 64 * 1024 * 1024
 
 
 @dataclass
@@ -93,6 +97,23 @@ def group_stats(txns: Iterable) -> tuple[int, int]:
     return n, g.groups
 
 
+class _LineCounter:
+    """Iterates over an input's lines and remembers the number of the last one handed out, so
+    an unforeseen failure while reading can still name its line."""
+
+    def __init__(self, lines: Iterable[str]):
+        self._lines = iter(lines)
+        self.line = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        text = next(self._lines)
+        self.line += 1
+        return text
+
+
 def _find_printer(preferred: str | None) -> str | None:
     if preferred:
         return preferred
@@ -135,8 +156,16 @@ def _text_lines(path: str, counter: list) -> Iterator[str]:
     opener = (lambda: io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")) \
         if path.endswith(".gz") else (lambda: open(path, encoding="utf-8", errors="replace"))
     raw = os.path.getsize(path)
+    n = 0
     with opener() as f:
-        for line in f:
+        while True:
+            line = f.readline(MAX_LINE_CHARS + 1)    # bounded: /dev/zero must not hang
+            if not line:
+                break
+            n += 1
+            if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+                raise TraceError(path, n, f"line longer than {MAX_LINE_CHARS} characters "
+                                          f"(the documented limit; docs/import.md)")
             counter[0] += len(line)
             yield line
     counter[0] = raw if not path.endswith(".gz") else counter[0]
@@ -188,15 +217,23 @@ def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
             lines = _text_lines(path, counter)
             where = path
             total = os.path.getsize(path)
+        at = _LineCounter(lines)
         try:
-            for txn in reader.read(lines, new_file=True):
+            for txn in reader.read(at, new_file=True):
                 n += 1
                 progress.show(path, counter[0], total, n)
                 yield txn
         except InputError as e:
             raise TraceError(where, e.line, e.reason) from None
-        except UnicodeDecodeError as e:
-            raise TraceError(where, None, f"cannot decode: {e}") from None
+        except (OSError, EOFError, zlib.error) as e:       # a corrupt .gz, a read error
+            raise TraceError(where, at.line or None, f"cannot read: {e}") from None
+        except (ValueError, LookupError, AttributeError, TypeError, ArithmeticError) as e:
+            # The one place a line the reader's patterns did not foresee becomes a one-line
+            # error (with or without --skip-bad: the reader cannot tell which transaction to
+            # drop), instead of a traceback.
+            raise TraceError(where, at.line or None,
+                             f"cannot read this line ({type(e).__name__}: {str(e)[:160]})") \
+                from None
         if errors:
             if skip_bad:
                 reader.skipped.append(Skipped(0, None, errors[0]))
@@ -220,8 +257,11 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
     for sch in schemas:
         try:
             catalog.load_sql_file(os.fspath(sch))
-        except (OSError, SchemaError) as e:
-            raise TraceError(os.fspath(sch), None, f"cannot read schema: {e}") from None
+        except SchemaError as e:
+            raise TraceError(os.fspath(sch), e.line, f"cannot read schema: {e}") from None
+        except OSError as e:
+            raise TraceError(os.fspath(sch), None, f"cannot read schema: {e.strerror or e}") \
+                from None
     reader = Reader(catalog, strict=not skip_bad)
     prog = _Progress(progress)
     stats = ImportStats(files=0)
@@ -262,6 +302,10 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
                                              "--base64-output=decode-rows output?)")
         head = dict(source or {})
         head.setdefault("importer", "commitsched.importers")
+        v = reader.server_version
+        if v and "mariadb" not in v.lower():
+            # what --mysql reads when not given (model/mysql_versions.py)
+            head.setdefault("server", f"MySQL {v}")
         head["inputs"] = [os.path.basename(p) for p in paths]
         if schemas:
             head["schema"] = [os.path.basename(os.fspath(x)) for x in schemas]

@@ -18,13 +18,15 @@ from .schema import Catalog, Table, table_from_metadata
 
 HEADER_RE = re.compile(r"^#(\d{6})\s+(\d{1,2}):(\d\d):(\d\d) server id (\d+)\s+end_log_pos (\d+)"
                        r"(?: CRC32 0x[0-9a-fA-F]+)?\s+(.*)$")
-TABLE_MAP_RE = re.compile(r"^Table_map: `((?:[^`]|``)+)`\.`((?:[^`]|``)+)` mapped to number (\d+)")
-ROWS_EV_RE = re.compile(r"^(Write|Update|Delete)_rows(?:_v1|_compressed|_compressed_v1)?: table id (\d+)")
+# Numbers are the servers' 64-bit values, at most 20 digits: a longer one is malformed input.
+TABLE_MAP_RE = re.compile(r"^Table_map: `((?:[^`]|``)+)`\.`((?:[^`]|``)+)` mapped to number (\d{1,20})(?!\d)")
+ROWS_EV_RE = re.compile(r"^(Write|Update|Delete)_rows(?:_v1|_compressed|_compressed_v1)?: table id (\d{1,20})(?!\d)")
 ROW_START_RE = re.compile(r"^### (INSERT INTO|UPDATE|DELETE FROM) `((?:[^`]|``)+)`\.`((?:[^`]|``)+)`$")
-COL_RE = re.compile(r"^###   @(\d+)=(.*)$")
+COL_RE = re.compile(r"^###   @(\d{1,5})=(.*)$")    # a table has at most 4096 columns
 # -vv appends the column type: " /* INT meta=0 nullable=0 is_null=0 */"
 TYPE_COMMENT_RE = re.compile(r" /\* [^*]*? meta=\d+ nullable=\d is_null=\d \*/$")
-QUERY_EV_RE = re.compile(r"^Query\s+thread_id=(\d+)")
+SERVER_V_RE = re.compile(r"server v (\S+)")   # Format_description: "server v 8.0.36"
+QUERY_EV_RE = re.compile(r"^Query\s+thread_id=(\d{1,20})(?!\d)")
 STMT_END = "/*!*/;"
 
 _DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "FLUSH",
@@ -90,7 +92,15 @@ class _Open:
     admin: bool = False
     no_pk: bool = False
     fk_parent: bool = False
+    hashes: int = 0                # keys over all row images, repeats included (MySQL 8's vector)
     bad: tuple[int, str] | None = None   # (line, reason) of the first problem
+    # Size in the binlog: events from the GTID event to the commit event, their bytes (from the
+    # GTID event's position to the last event's end_log_pos), decoded rows.
+    events: int = 0
+    start_pos: int | None = None
+    end_pos: int | None = None
+    length: int | None = None      # MySQL's transaction_length, when the GTID event has it
+    rows: int = 0
 
     def to_txn(self, seq: int) -> Txn:
         before_only = [k for k in self.writes if k in self.before_keys and k not in self.after_keys]
@@ -100,7 +110,17 @@ class _Open:
                    flags=frozenset(self.flags), session=self.session,
                    db=tuple(self.db) if (self.ddl or self.admin) and self.db else None,
                    ddl=self.ddl, admin=self.admin, no_pk=self.no_pk, fk_parent=self.fk_parent,
-                   timestamp=self.timestamp)
+                   timestamp=self.timestamp, events=self.events or None, bytes=self.size(),
+                   rows=self.rows if self.events else None,
+                   write_set_size=self.hashes if self.hashes > len(self.writes) else None)
+
+    def size(self) -> int | None:
+        """Bytes in the binlog: MySQL's own transaction_length, else the span of positions."""
+        if self.length:
+            return self.length
+        if self.start_pos is not None and self.end_pos is not None and self.end_pos > self.start_pos:
+            return self.end_pos - self.start_pos
+        return None
 
 
 def _value(raw: str) -> tuple[str, bool]:
@@ -124,6 +144,7 @@ class Reader:
         self.skipped: list[Skipped] = []
         self.dialects: Counter = Counter()
         self.metadata_tables: set[str] = set()
+        self.server_version: str | None = None   # "server v X" of the first Start event
         self.file = 1
         self._started = False          # any binlog file (or input) seen yet
         self._rotated = False          # a Rotate event ended the last file
@@ -139,9 +160,18 @@ class Reader:
         # mysqlbinlog prints the event time in the local time zone of the printing process
         base = self._ts_cache.get(date)
         if base is None:
-            base = time.mktime(time.strptime(date, "%y%m%d"))
+            try:
+                base = time.mktime(time.strptime(date, "%y%m%d"))
+            except (ValueError, OverflowError):
+                raise ValueError(f"malformed event date {date!r} (YYMMDD)") from None
             self._ts_cache[date] = base
         return base + int(h) * 3600 + int(mi) * 60 + int(s)
+
+    @staticmethod
+    def _first_event(pos: str | None, end_pos: int) -> dict:
+        """The size fields of a transaction whose GTID event starts at `pos` ('# at POS')."""
+        start = int(pos) if pos is not None and pos.isdigit() and len(pos) <= 20 else None
+        return {"events": 1, "start_pos": start, "end_pos": end_pos}
 
     def _fk_parent(self, t: Table) -> bool:
         k = (t.db.lower(), t.name.lower())
@@ -263,6 +293,7 @@ class Reader:
                 cur.fk_parent = True
             for k in keys:
                 cur.writes[k] = None
+            cur.hashes += len(keys)
             image = before = after = None
 
         def finish() -> Txn | None:
@@ -347,6 +378,8 @@ class Reader:
                     if m:
                         flush_row()
                         row = (m.group(1), m.group(2).replace("``", "`"), m.group(3).replace("``", "`"))
+                        if cur is not None:
+                            cur.rows += 1
                         image = before = after = None
                         continue
                     if row is None:
@@ -388,8 +421,19 @@ class Reader:
                         problem("Query event ends without its '/*!*/;' terminator")
                         stmt = []
                     body = m.group(7).strip()
-                    ts = self._stamp(m.group(1), m.group(2), m.group(3), m.group(4))
                     event = "other"
+                    if len(m.group(6)) > 20:            # a 64-bit position: at most 20 digits
+                        problem(f"malformed end_log_pos {m.group(6)[:30]}...")
+                        continue
+                    end_pos = int(m.group(6))
+                    if cur is not None:
+                        cur.events += 1
+                        cur.end_pos = end_pos
+                    try:
+                        ts = self._stamp(m.group(1), m.group(2), m.group(3), m.group(4))
+                    except ValueError as e:
+                        problem(str(e))
+                        continue
                     try:
                         g = mariadb.parse_gtid(body)
                         if g is not None:
@@ -399,7 +443,7 @@ class Reader:
                                 flags.add("allow_parallel")
                             start({"gtid": g["gtid"], "commit_id": g["commit_id"], "flags": flags,
                                    "standalone": g["standalone"], "timestamp": ts,
-                                   "ddl": "ddl" in flags}, lineno)
+                                   "ddl": "ddl" in flags, **self._first_event(pos, end_pos)}, lineno)
                             event = "gtid"
                             continue
                         g = mysql.parse_gtid(body)
@@ -408,7 +452,9 @@ class Reader:
                             t_us = g.get("original_committed_timestamp") or g.get("immediate_commit_timestamp")
                             start({"last_committed": g["last_committed"],
                                    "sequence_number": g["sequence_number"],
-                                   "timestamp": t_us / 1e6 if t_us else ts}, lineno)
+                                   "timestamp": t_us / 1e6 if t_us else ts,
+                                   "length": g.get("transaction_length"),
+                                   **self._first_event(pos, end_pos)}, lineno)
                             event = "gtid"
                             continue
                     except ValueError as e:
@@ -460,6 +506,9 @@ class Reader:
                         elif self._start_file == self.file:
                             self.file += 1
                         self._start_file = self.file
+                        m = SERVER_V_RE.search(body)
+                        if m and self.server_version is None:
+                            self.server_version = m.group(1)
                         event = "start"
                         continue
                     if body.startswith("Incident"):
@@ -514,6 +563,9 @@ class Reader:
                     continue
                 if line.startswith("/*M!100101 SET @@session.skip_parallel_replication="):
                     m = mariadb.SKIP_PARALLEL_RE.search(line)
+                    if m is None:
+                        problem(f"malformed skip_parallel_replication line {line[:60]!r}")
+                        continue
                     self._allow_parallel = m.group(1) == "0"
                     if cur is not None:
                         (cur.flags.add if self._allow_parallel else cur.flags.discard)("allow_parallel")

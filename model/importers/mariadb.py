@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-GTID_RE = re.compile(r"^GTID (\d+)-(\d+)-(\d+)((?: [^ ]+)*)\s*$")
+# domain and server ids are 32-bit, seq_no and commit ids 64-bit: at most 20 digits
+GTID_RE = re.compile(r"^GTID (\d{1,10})-(\d{1,10})-(\d{1,20})((?: [^ ]+)*)\s*$")
 SKIP_PARALLEL_RE = re.compile(r"SET @@session\.skip_parallel_replication=([01])")
 
 # printed token -> trace flag name (model/trace.py MARIADB_FLAGS)
@@ -34,6 +35,8 @@ def parse_gtid(body: str) -> dict | None:
     while i < len(tokens):
         tok = tokens[i]
         if tok.startswith("cid="):
+            if not (tok[4:].isdigit() and len(tok) <= 24):
+                raise ValueError(f"malformed commit id {tok[:40]!r} on MariaDB GTID line")
             out["commit_id"] = int(tok[4:])
         elif tok in _TOKENS:
             out["flags"].add(_TOKENS[tok])

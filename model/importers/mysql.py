@@ -30,7 +30,7 @@ def parse_gtid(body: str) -> dict | None:
         if not eq:
             raise ValueError(f"malformed field {item!r} on MySQL GTID line")
         if name in _INT_FIELDS:
-            if not value.isdigit():
+            if not (value.isdigit() and len(value) <= 20):    # 64-bit values
                 raise ValueError(f"{name}={value!r} is not a number")
             fields[name] = int(value)
         else:

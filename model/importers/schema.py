@@ -45,7 +45,11 @@ class Table:
 
 
 class SchemaError(ValueError):
-    pass
+    """A definition we cannot read; `line`: where its statement starts in a schema file."""
+
+    def __init__(self, reason: str, line: int | None = None):
+        super().__init__(reason)
+        self.line = line
 
 
 _IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)"
@@ -116,7 +120,8 @@ def _matching_paren(text: str, start: int) -> int:
 def _col_list(text: str) -> list[str]:
     """`(a, b(10), c DESC)` -> [a, b, c] (prefix lengths and order ignored)."""
     inner = text.strip()
-    assert inner.startswith("(")
+    if not inner.startswith("("):
+        raise SchemaError(f"expected a column list in parentheses, got {inner[:40]!r}")
     inner = inner[1:_matching_paren(inner, 0)]
     cols = []
     for part in _split_top(inner):
@@ -132,7 +137,18 @@ _KEYWORDS = ("PRIMARY", "UNIQUE", "KEY", "INDEX", "CONSTRAINT", "FOREIGN", "FULL
 
 
 def _definition(defn: str, table: Table, default_db: str) -> None:
-    """Apply one element of a CREATE TABLE body (a column or an index) to `table`."""
+    """Apply one element of a CREATE TABLE body (a column or an index) to `table`. Text the
+    patterns below do not foresee (a clause cut short, a missing list) is a `SchemaError`,
+    whatever step trips on it: the one place malformed definitions are caught."""
+    try:
+        _read_definition(defn, table, default_db)
+    except SchemaError:
+        raise
+    except (ValueError, IndexError, AttributeError) as e:
+        raise SchemaError(f"cannot read {defn.strip()[:80]!r}: {e}") from None
+
+
+def _read_definition(defn: str, table: Table, default_db: str) -> None:
     s = defn.strip()
     upper = s.upper()
     name = None
@@ -250,7 +266,7 @@ class Catalog:
         db = None
         n = 0
         with open(path, encoding="utf-8", errors="replace") as f:
-            for stmt in _statements(f):
+            for line, stmt in _statements(f):
                 s = _strip_comments(stmt).strip()
                 m = re.match(rf"USE\s+({_IDENT})", s, re.I)
                 if m:
@@ -260,7 +276,7 @@ class Catalog:
                     try:
                         t = parse_create_table(s, db)
                     except SchemaError as e:
-                        raise SchemaError(f"{path}: {e}") from None
+                        raise SchemaError(str(e), line) from None
                     if t is not None:
                         self.add(t)
                         n += 1
@@ -367,17 +383,21 @@ class Catalog:
 
 
 def _statements(lines):
-    """Split SQL text into statements at `;` ending a line (enough for mysqldump output)."""
+    """Split SQL text into statements at `;` ending a line (enough for mysqldump output):
+    (line number where the statement starts, its text)."""
     buf: list[str] = []
-    for line in lines:
+    start = 0
+    for n, line in enumerate(lines, 1):
         if line.startswith("--") or not line.strip():
             continue
+        if not buf:
+            start = n
         buf.append(line)
         if line.rstrip().endswith(";"):
-            yield "".join(buf).rstrip().rstrip(";")
+            yield start, "".join(buf).rstrip().rstrip(";")
             buf = []
     if buf:
-        yield "".join(buf)
+        yield start, "".join(buf)
 
 
 _META_COL = re.compile(r"`((?:[^`]|``)+)`")

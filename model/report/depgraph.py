@@ -11,6 +11,7 @@ import re
 import statistics
 from typing import Sequence
 
+from . import safe_text
 from .figures import fmt
 
 STALL_FACTOR = 2.0
@@ -133,7 +134,7 @@ def render_svg(source: str) -> str:
         raise GraphvizMissing("the Python package `graphviz` is not installed "
                               "(pip install 'commitsched[docs]')") from e
     try:
-        svg = graphviz.Source(source).pipe(format="svg").decode("utf-8")
+        svg = graphviz.Source(safe_text(source)).pipe(format="svg").decode("utf-8")
     except graphviz.ExecutableNotFound as e:
         raise GraphvizMissing("graphviz `dot` is not installed (apt-get install graphviz)") from e
     svg = re.sub(r"^.*?(<svg\b)", r"\1", svg, count=1, flags=re.S)

@@ -46,19 +46,23 @@ def svg_open(width: float, height: float, label: str) -> str:
 
 
 def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    if hi <= lo:
-        hi = lo + 1
-    raw = (hi - lo) / n
+    """About `n` round ticks covering [lo, hi]; never a zero-width axis (all-zero or tiny
+    costs) and never more than a few dozen ticks (a span tiny next to its values)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        lo, hi = 0.0, 1.0
+    span = hi - lo
+    if span <= 0 or span < 1e-300:
+        span = 1.0
+    elif span < abs(hi) * 1e-9:
+        span = abs(hi) * 1e-6
+    hi = lo + span
+    raw = span / n
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    start = math.floor(lo / step) * step
-    ticks = []
-    v = start
-    while True:
-        ticks.append(round(v, 10))
-        if v >= hi - step * 1e-9:
-            return ticks
-        v += step
+    k0, k1 = math.floor(lo / step), math.ceil(hi / step - 1e-9)
+    digits = max(0, -math.floor(math.log10(step)) + 2)
+    ticks = [round(k * step, digits) for k in range(k0, max(k1, k0 + 1) + 1)]
+    return ticks if ticks[-1] > ticks[0] else [lo, lo + span]
 
 
 def _marker(kind: str, x: float, y: float, c: str, tip: str) -> str:
@@ -78,7 +82,8 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
                log2_x: bool = True, width: int = 840, height: int = 380,
                y_from_zero: bool = True, unit: str = "", y_max: float | None = None) -> str:
     """`series`: [{"name", "points": [(x, y), ...], "style": "solid"|"dashed"|"dotted",
-    "colour": optional, "unit": optional}]. x on a log2 axis (worker counts) by default."""
+    "colour": optional, "unit": optional, "band": optional [(x, low, high), ...] shaded}]. x on a
+    log2 axis (worker counts) by default."""
     pts = [(x, y) for s in series for x, y in s["points"] if y is not None]
     legend_w = 300
     left, right, top, bottom = 62, legend_w + 14, 34, 46
@@ -121,6 +126,15 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
     out.append(f'<clipPath id="{clip}"><rect x="{left}" y="{top - 6}" width="{pw}" '
                f'height="{ph + 12}"/></clipPath>')
     dash = {"solid": "", "dashed": ' stroke-dasharray="7 4"', "dotted": ' stroke-dasharray="2 3"'}
+    for i, s in enumerate(series):       # uncertainty bands under every line
+        band = [(x, lo, hi) for x, lo, hi in s.get("band", ()) if lo is not None and hi is not None]
+        if len(band) >= 2:
+            c = s.get("colour") or colour(i)
+            edge = [f"{X(x):.1f},{Y(min(hi, y1)):.1f}" for x, _, hi in band] + [
+                f"{X(x):.1f},{Y(max(lo, y0)):.1f}" for x, lo, _ in reversed(band)]
+            out.append(f'<polygon points="{" ".join(edge)}" fill="{c}" fill-opacity="0.13" '
+                       f'stroke="none" clip-path="url(#{clip})"><title>{esc(s["name"])}: '
+                       f'calibration band</title></polygon>')
     ly = top + 4
     for i, s in enumerate(series):
         c = s.get("colour") or colour(i)
