@@ -180,12 +180,13 @@ def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
         counter = [0]
         if _is_binary(path) and binlog_tool is None and binlog_binary.available():
             done = [0]
+            size = os.path.getsize(path)
             try:
                 for txn in binlog_binary.read_binary(
                         reader, path, new_file=True,
                         progress=lambda off: done.__setitem__(0, off)):
                     n += 1
-                    progress.show(path, done[0], os.path.getsize(path), n)
+                    progress.show(path, done[0], size, n)
                     yield txn
             except InputError as e:
                 raise TraceError(path, None, e.reason) from None

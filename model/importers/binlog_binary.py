@@ -87,6 +87,42 @@ class _State:
         self.cur: _Open | None = None
         self.query_db: str | None = None
         self.tables: dict[int, tuple[str, str]] = {}
+        # (db, table) -> (key plan, Table, fk_parent); emptied by every DDL (the catalog changes)
+        self.plans: dict[tuple[str, str], tuple] = {}
+
+    def plan(self, db: str, name: str) -> tuple:
+        """How to build a row's keys fast: [(key prefix, column positions)] per unique index,
+        or None when `_row_keys` must do it (foreign keys, unknown table or column)."""
+        r = self.r
+        t = r.catalog.get(db, name)
+        steps = None
+        if t is not None and not t.fks:
+            try:
+                steps = [(f"{t.db}.{t.name}/{index}=", tuple(t.position(c) for c in cols))
+                         for index, cols in t.unique.items()]
+            except ValueError:
+                steps = None
+        out = (steps, t, r._fk_parent(t) if t is not None else False,
+               len(t.columns) if t is not None else 0)
+        self.plans[(db, name)] = out
+        return out
+
+    def keys(self, db: str, name: str, image: dict) -> list[str]:
+        """binlog_text.Reader._row_keys, through the cached plan when there is one."""
+        plan = self.plans.get((db, name)) or self.plan(db, name)
+        steps = plan[0]
+        if steps is None or not image or max(image) > plan[3]:
+            return self.r._row_keys(db, name, image)
+        out = []
+        for prefix, positions in steps:
+            try:
+                vals = [image[p] for p in positions]
+            except KeyError:
+                return self.r._row_keys(db, name, image)    # its message names the column
+            if any(null for _, null in vals):
+                continue
+            out.append(prefix + ",".join(v for v, _ in vals))
+        return out
 
     def problem(self, reason: str, pos: int) -> None:
         where = f" (binlog position {pos})"
@@ -211,12 +247,12 @@ class _State:
                 continue
             try:
                 if kind == "U":
-                    bk, ak = r._row_keys(db, name, before), r._row_keys(db, name, after)
+                    bk, ak = self.keys(db, name, before), self.keys(db, name, after)
                     cur.before_keys.update(bk)
                     cur.after_keys.update(ak)
                     keys = bk + ak
                 else:
-                    keys = r._row_keys(db, name, after if kind == "I" else before)
+                    keys = self.keys(db, name, after if kind == "I" else before)
                     cur.after_keys.update(keys)
                 for k in keys:
                     if UNPRINTED in k:
@@ -226,10 +262,10 @@ class _State:
             except ValueError as e:
                 self.problem(str(e), pos)
                 continue
-            t = r.catalog.get(db, name)
+            _, t, fk_parent, _ = self.plans.get((db, name)) or self.plan(db, name)
             if not t.has_pk:
                 cur.no_pk = True
-            if r._fk_parent(t):
+            if fk_parent:
                 cur.fk_parent = True
             for k in keys:
                 cur.writes[k] = None
@@ -273,6 +309,7 @@ class _State:
                     cur.db[d] = None
                 r.catalog.apply_ddl(s, self.query_db)
                 r._fk_parent_cache.clear()
+                self.plans.clear()
             elif cur.bad is None:
                 self.problem(f"unrecognised statement {s[:60]!r}", pos)
         if cur.standalone:

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use mysql_common::binlog::consts::{BinlogVersion, EventType};
 use mysql_common::binlog::events::{EventData, RowsEventData, TableMapEvent};
@@ -307,12 +308,19 @@ impl EventReader {
     fn next_batch(&mut self, py: Python<'_>, n: usize) -> PyResult<Option<PyObject>> {
         let out = PyList::empty_bound(py);
         for _ in 0..n {
-            let ev = match self.events.read(&mut self.stream) {
-                Ok(Some(ev)) => ev,
-                Ok(None) => break,
-                Err(e) => return Err(bad(self.offset, format!("truncated or corrupt event: {}", e))),
+            // mysql_common may panic on some damaged input: that is a corrupt event, not a crash
+            let at = self.offset;
+            let read = catch_unwind(AssertUnwindSafe(|| self.events.read(&mut self.stream)));
+            let ev = match read {
+                Ok(Ok(Some(ev))) => ev,
+                Ok(Ok(None)) => break,
+                Ok(Err(e)) => return Err(bad(at, format!("truncated or corrupt event: {}", e))),
+                Err(_) => return Err(bad(at, "truncated or corrupt event")),
             };
-            let t = self.event_tuple(py, &ev)?;
+            let t = match catch_unwind(AssertUnwindSafe(|| self.event_tuple(py, &ev))) {
+                Ok(t) => t?,
+                Err(_) => return Err(bad(at, "corrupt event (the parser gave up on it)")),
+            };
             out.append(t)?;
         }
         if out.is_empty() {
@@ -330,6 +338,8 @@ impl EventReader {
 
 #[pymodule]
 fn commitsched_binlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Panics are caught and turned into ValueError above: keep their text off stderr.
+    std::panic::set_hook(Box::new(|_| {}));
     m.add_class::<EventReader>()?;
     Ok(())
 }
