@@ -13,7 +13,7 @@ WORKERS ?= 1,2,4,8,16
 PROFILE ?= durable
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
-.PHONY: setup python-deps java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
+.PHONY: setup python-deps rust java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
         score bench mutants calibrate calibrate-report record clean help
 
 help:
@@ -36,9 +36,22 @@ setup: python-deps java tlc-jar graphviz
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-python-deps: $(PY)
+python-deps: $(PY) rust
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,z3,docs]'
+	@# the binary binlog reader (model/binlog_rs: mysql_common via PyO3), built with maturin
+	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip install -q ./model/binlog_rs
+
+# Rust >= 1.70 for the binlog reader's crates (Debian 12's packaged rustc is 1.63): rustup's
+# minimal profile into ~/.cargo when no recent enough cargo is on PATH.
+rust:
+	@PATH="$$HOME/.cargo/bin:$$PATH"; \
+	if cargo --version >/dev/null 2>&1 && rustc --version | awk '{split($$2,v,"."); exit !(v[1]>1 || v[2]>=70)}'; then \
+	  rustc --version; \
+	else \
+	  echo "installing Rust (rustup, minimal profile)"; \
+	  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y -q --profile minimal; \
+	fi
 
 java:
 	@command -v java >/dev/null 2>&1 || { echo "installing Java (openjdk 17)"; \
@@ -80,8 +93,11 @@ tlc: $(TLC_JAR)
 score:
 	$(CLI) score $(TRACE) --workers $(WORKERS) --profile $(PROFILE)
 
+# BINLOG=FILE [BINLOG_SCHEMA=SQL]: also time importing a binary binlog against the printer
+BINLOG ?=
+BINLOG_SCHEMA ?=
 bench:
-	$(PY) -m commitsched.bench
+	$(PY) -m commitsched.bench $(if $(BINLOG),--binlog $(BINLOG)) $(if $(BINLOG_SCHEMA),--schema $(BINLOG_SCHEMA))
 
 # The bug catalogue on every side: TLC (*_bug.cfg), hypothesis properties, trace validation, z3.
 mutants: $(TLC_JAR)

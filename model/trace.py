@@ -59,13 +59,17 @@ def _share_flags(flags) -> frozenset:
     return _FLAG_SETS.setdefault(flags, flags)
 
 
-class _TxnHead(msgspec.Struct):
+class _TxnHead(msgspec.Struct, gc=False):
     seq: Annotated[int, msgspec.Meta(ge=1)]
     writes: tuple[str, ...]
 
 
-class Txn(_TxnHead, kw_only=True, forbid_unknown_fields=True):
+class Txn(_TxnHead, kw_only=True, forbid_unknown_fields=True, gc=False):
     """One source transaction. `writes` are row keys `db.table/INDEX=v1,v2` (design §3).
+
+    Not tracked by the cycle collector (gc=False): a Txn holds only strings, numbers, tuples
+    and frozensets, never a cycle, and a loaded trace of millions of them would otherwise be
+    walked by every full collection of everything that runs after the load.
 
     `Txn(seq, writes, gtid=..., ...)`; the fields are the trace format's (docs/trace-format.md).
     """
@@ -540,8 +544,9 @@ def _umask_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_jsonl_atomic(path: str, lines: Iterable[dict]) -> None:
-    """Write JSON objects one per line to `path` atomically (gzip when it ends in .gz)."""
+def write_jsonl_atomic(path: str, lines: Iterable[dict | str]) -> None:
+    """Write JSON objects one per line to `path` atomically (gzip when it ends in .gz). A `str`
+    item is a line already encoded (without its newline), written as it is."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=directory)
@@ -554,7 +559,7 @@ def write_jsonl_atomic(path: str, lines: Iterable[dict]) -> None:
             with io.TextIOWrapper(sink, encoding="utf-8", newline="\n") as out:
                 dumps = json.dumps
                 for obj in lines:
-                    out.write(dumps(obj, separators=(",", ":")))
+                    out.write(obj if type(obj) is str else dumps(obj, separators=(",", ":")))
                     out.write("\n")
         os.replace(tmp, path)
     except BaseException:

@@ -289,7 +289,7 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
             yield hd
             with open(spool, encoding="utf-8") as f:
                 for line in f:
-                    yield json.loads(line)
+                    yield line.rstrip("\n")      # encoded once, when spooled
         write_jsonl_atomic(output, lines())
     finally:
         if os.path.exists(spool):
