@@ -55,7 +55,7 @@ def read_binary(reader: Reader, path: str, new_file: bool = True,
         events = EventReader(path)
     except ValueError as e:
         raise BinaryInputError(0, str(e).partition(": ")[2] or str(e)) from None
-    state = _State(reader)
+    state = _State(reader, events)
     while True:
         try:
             batch = events.next_batch(_BATCH)
@@ -82,8 +82,9 @@ class _State:
     """The transaction being read and the rules for each event (binlog_text.Reader.read's,
     event by event instead of line by line)."""
 
-    def __init__(self, reader: Reader):
+    def __init__(self, reader: Reader, events=None):
         self.r = reader
+        self.source = events            # the EventReader: told which columns keys need
         self.cur: _Open | None = None
         self.query_db: str | None = None
         self.tables: dict[int, tuple[str, str]] = {}
@@ -105,14 +106,18 @@ class _State:
         out = (steps, t, r._fk_parent(t) if t is not None else False,
                len(t.columns) if t is not None else 0)
         self.plans[(db, name)] = out
+        if steps is not None and self.source is not None:
+            # only key columns in the next batches' row images of this table
+            self.source.want(db, name, sorted({p for _, ps in steps for p in ps}))
         return out
 
-    def keys(self, db: str, name: str, image: dict) -> list[str]:
-        """binlog_text.Reader._row_keys, through the cached plan when there is one."""
+    def keys(self, db: str, name: str, image: dict, top: int) -> list[str]:
+        """binlog_text.Reader._row_keys, through the cached plan when there is one. `top`: the
+        image's highest column position (the image itself may hold only key columns)."""
         plan = self.plans.get((db, name)) or self.plan(db, name)
         steps = plan[0]
-        if steps is None or not image or max(image) > plan[3]:
-            return self.r._row_keys(db, name, image)
+        if steps is None or not image or top > plan[3]:
+            return self.r._row_keys(db, name, image if top <= plan[3] else {top: ("", True)})
         out = []
         for prefix, positions in steps:
             try:
@@ -232,7 +237,7 @@ class _State:
 
     def rows(self, ev: tuple, pos: int) -> None:
         cur = self.cur
-        table_id, kind, rows, mapped = ev[4], ev[5], ev[6], ev[7]
+        table_id, kind, rows, mapped, trimmed, top = ev[4], ev[5], ev[6], ev[7], ev[8], ev[9]
         if not mapped or table_id not in self.tables:
             self.problem(f"rows event for table id {table_id} with no Table_map", pos)
             return
@@ -247,12 +252,14 @@ class _State:
                 continue
             try:
                 if kind == "U":
-                    bk, ak = self.keys(db, name, before), self.keys(db, name, after)
+                    bk = self.keys(db, name, before, top if trimmed else max(before, default=0))
+                    ak = self.keys(db, name, after, top if trimmed else max(after, default=0))
                     cur.before_keys.update(bk)
                     cur.after_keys.update(ak)
                     keys = bk + ak
                 else:
-                    keys = self.keys(db, name, after if kind == "I" else before)
+                    img = after if kind == "I" else before
+                    keys = self.keys(db, name, img, top if trimmed else max(img, default=0))
                     cur.after_keys.update(keys)
                 for k in keys:
                     if UNPRINTED in k:
@@ -310,6 +317,8 @@ class _State:
                 r.catalog.apply_ddl(s, self.query_db)
                 r._fk_parent_cache.clear()
                 self.plans.clear()
+                if self.source is not None:
+                    self.source.want_all()
             elif cur.bad is None:
                 self.problem(f"unrecognised statement {s[:60]!r}", pos)
         if cur.standalone:

@@ -51,6 +51,9 @@ struct EventReader {
     events: EventStreamReader,
     tables: HashMap<u64, TableMapEvent<'static>>,
     offset: u64,
+    /// (db, table) -> the 0-based columns the importer needs (its key columns): row images of
+    /// these tables carry only those, sparing the printing of every other value.
+    wanted: HashMap<(String, String), Vec<usize>>,
 }
 
 fn uint_width(ty: ColumnType) -> Option<u32> {
@@ -118,15 +121,22 @@ fn printed(value: &BinlogValue, ty: ColumnType) -> (String, bool) {
     }
 }
 
-/// One row image as {column position (1-based, as `@N`): (text, is_null)}.
+/// One row image as {column position (1-based, as `@N`): (text, is_null)}, only the `wanted`
+/// columns when given.
 fn image<'py>(
     py: Python<'py>,
     row: &BinlogRow,
     present: &[usize],
     tme: &TableMapEvent,
+    wanted: Option<&Vec<usize>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new_bound(py);
     for (k, &col) in present.iter().enumerate() {
+        if let Some(w) = wanted {
+            if !w.contains(&col) {
+                continue;
+            }
+        }
         if let Some(v) = row.as_ref(k) {
             let ty = tme
                 .get_column_type(col)
@@ -246,7 +256,7 @@ impl EventReader {
                 let tme = match self.tables.get(&tid) {
                     Some(t) => t,
                     None => {
-                        return Ok((K_ROWS, pos, end, ts, tid, kind, PyList::empty_bound(py), false).into_py(py))
+                        return Ok((K_ROWS, pos, end, ts, tid, kind, PyList::empty_bound(py), false, false, 0usize).into_py(py))
                     }
                 };
                 let present = |bits: &bitvec::slice::BitSlice<u8>| -> Vec<usize> { bits.iter_ones().collect() };
@@ -259,20 +269,26 @@ impl EventReader {
                     RowsEventData::UpdateRowsEvent(e) => (present(e.columns_before_image()), present(e.columns_after_image())),
                     RowsEventData::PartialUpdateRowsEvent(e) => (present(e.columns_before_image()), present(e.columns_after_image())),
                 };
+                let wanted = self
+                    .wanted
+                    .get(&(tme.database_name().into_owned(), tme.table_name().into_owned()));
+                // the highest column position in the images: the importer checks it against
+                // the table's definition even when only key columns come back
+                let top = before_cols.iter().chain(after_cols.iter()).max().map_or(0, |c| c + 1);
                 let rows = PyList::empty_bound(py);
                 for row in r.rows(tme) {
                     let (b, a) = row.map_err(|e| bad(pos, format!("cannot decode a row: {}", e)))?;
                     let b = match b {
-                        Some(b) => image(py, &b, &before_cols, tme)?.into_py(py),
+                        Some(b) => image(py, &b, &before_cols, tme, wanted)?.into_py(py),
                         None => py.None(),
                     };
                     let a = match a {
-                        Some(a) => image(py, &a, &after_cols, tme)?.into_py(py),
+                        Some(a) => image(py, &a, &after_cols, tme, wanted)?.into_py(py),
                         None => py.None(),
                     };
                     rows.append((b, a))?;
                 }
-                (K_ROWS, pos, end, ts, tid, kind, rows, true).into_py(py)
+                (K_ROWS, pos, end, ts, tid, kind, rows, true, wanted.is_some(), top).into_py(py)
             }
             Some(EventData::XidEvent(_)) => (K_XID, pos, end, ts).into_py(py),
             Some(EventData::RotateEvent(r)) => (K_ROTATE, pos, end, ts, r.name().into_owned()).into_py(py),
@@ -301,7 +317,18 @@ impl EventReader {
             events: EventStreamReader::new(BinlogVersion::Version4),
             tables: HashMap::new(),
             offset: 4,
+            wanted: HashMap::new(),
         })
+    }
+
+    /// From now on, row images of `db`.`table` carry only these columns (1-based positions).
+    fn want(&mut self, db: String, table: String, positions: Vec<usize>) {
+        self.wanted.insert((db, table), positions.iter().map(|p| p.saturating_sub(1)).collect());
+    }
+
+    /// Full row images again for every table (the table definitions changed).
+    fn want_all(&mut self) {
+        self.wanted.clear();
     }
 
     /// Up to `n` event tuples, or None at the end of the file.
