@@ -276,7 +276,13 @@ impl EventReader {
                 // the table's definition even when only key columns come back
                 let top = before_cols.iter().chain(after_cols.iter()).max().map_or(0, |c| c + 1);
                 let rows = PyList::empty_bound(py);
-                for row in r.rows(tme) {
+                // every real row takes at least a byte: more rows than bytes is a damaged event
+                // whose rows take none (the iterator would never end)
+                let most = ev.data().len() + 1;
+                for (k, row) in r.rows(tme).enumerate() {
+                    if k > most {
+                        return Err(bad(pos, "corrupt rows event (rows of no bytes)"));
+                    }
                     let (b, a) = row.map_err(|e| bad(pos, format!("cannot decode a row: {}", e)))?;
                     let b = match b {
                         Some(b) => image(py, &b, &before_cols, tme, wanted)?.into_py(py),
