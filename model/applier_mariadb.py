@@ -31,13 +31,13 @@ from typing import Callable, Iterable
 from .profiles import Profile
 from .rules import (MARIADB_LEVELS, gco_decision, gco_released, lock_conflict, marks_at_exec_end,
                     next_thread, waits_for_mdl, waits_for_prior_commit)
-from .simcore import (CAUSES, CommitStage, CpuPool, CpuTask, Deadlock, EventLog, LogFlush,
+from .simcore import (CAUSES, CommitStage, CpuPool, CpuTask, Deadlock, Disk, EventLog, LogFlush,
                       SimulationError, TxnRun, account_commit_wait, new_runs)
 
 MODES = MARIADB_LEVELS
 MARIADB_BUGS = frozenset({"gco_start_on_exec", "optimistic_no_kill"})
 
-EXEC_END, READY, RESUME, DISPATCHED, BACKGROUND_DONE = 0, 1, 3, 8, 9
+EXEC_END, READY, RESUME, DISPATCHED, BACKGROUND_DONE, EXEC_START = 0, 1, 3, 8, 9, 10
 SYNC_END, GROUP_START, SYNC_CPU = (CommitStage.SYNC_END, CommitStage.GROUP_START,
                                    CommitStage.SYNC_CPU)
 FLUSH_CPU, FLUSH_END = LogFlush.FLUSH_CPU, LogFlush.FLUSH_END
@@ -69,18 +69,25 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     current: list[TxnRun | None] = [None] * workers
     cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
+    disk = Disk() if profile.shared_disk else None
     stage = CommitStage(profile.sync, True, heap, counter, sync_cpu=profile.sync_cpu, cpus=cpus,
-                        member_cpu=profile.commit_serial)
+                        member_cpu=profile.commit_serial,
+                        member_cost=profile.member_cost if profile.commit_byte else None,
+                        wakeup=profile.wakeup, disk=disk)
+    wakeup = profile.wakeup             # a waiting thread runs this long after it is signalled
+    dispatch_cost = profile.dispatch_cost
     # the commit step (prepare's redo sync) as a flush resource, when the profile says how
-    flush = (LogFlush(profile.commit_grouped, profile.commit_cpu, cpus, heap, counter, READY)
-             if profile.commit_grouped or (cpus is not None and profile.commit_cpu > 0)
+    flush = (LogFlush(profile.commit_grouped, profile.commit_cpu, cpus, heap, counter, READY,
+                      disk)
+             if profile.commit_grouped or profile.shared_disk
+             or (cpus is not None and profile.commit_cpu > 0)
              else None)
-    # a worker's own CPU per transaction in parallel mode: plus coordination, minus what the
-    # group-commit leader does for it
-    coordination = profile.coordination - profile.commit_serial
-    driver = CpuTask() if cpus is not None and profile.dispatch > 0 else None
+    driver = (CpuTask() if cpus is not None and (profile.dispatch > 0 or profile.dispatch_event > 0)
+              else None)
     driver_busy = False                           # the driver's dispatch is on a core
     background = profile.background_cpu if cpus is not None else 0.0
+    contention_cpu = profile.contention_cpu
+    event_handoff = profile.event_handoff
     locks: dict[str, TxnRun] = {}
     lock_waiters: dict[int, list[TxnRun]] = {}    # holder seq -> runs waiting for its commit
     prior_waiters: dict[int, TxnRun] = {}         # seq that must commit first -> waiting run
@@ -98,15 +105,13 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     gco_wait_count = 0
     gco_flags = 0
     last_commit_id = None
-    runs = new_runs(stream, profile)
+    runs = new_runs(stream, profile, workers)
     nxt: TxnRun | None = None
     committed = 0
 
     def advance():
         nonlocal nxt, committed_upto
         nxt = next(runs, None)
-        if nxt is not None:
-            nxt.exec = max(0.0, nxt.exec + coordination)
         if nxt is not None and stage.next_seq is None:
             stage.next_seq = nxt.seq
             committed_upto = nxt.seq - 1
@@ -165,6 +170,13 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         run.start = now
         if log is not None:
             log("retry" if run.attempt else "start", run.seq, now, None)
+        handoff = event_handoff(run.txn)
+        if handoff > 0:                 # its events reach the worker one hand-off at a time
+            push(heap, (now + handoff, next(counter), EXEC_START, (run, run.attempt)))
+        else:
+            begin_exec(run, now)
+
+    def begin_exec(run: TxnRun, now: float) -> None:
         if cpus is None:
             push(heap, (now + run.exec, next(counter), EXEC_END, (run, run.attempt)))
         else:
@@ -205,7 +217,14 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         count_committing += 1
         while gco_waiters and gco_waiters[0][0] <= count_committing:
             _, _, waiter = heapq.heappop(gco_waiters)
-            try_start(waiter, now)
+            wake(waiter, now)
+
+    def wake(run: TxnRun, now: float) -> None:
+        """A waiting thread is signalled: it tries again once it runs (`wakeup` later)."""
+        if wakeup > 0:
+            push(heap, (now + wakeup, next(counter), RESUME, run))
+        else:
+            try_start(run, now)
 
     def take_next(w: int, now: float) -> None:
         nonlocal cause, driver_t
@@ -240,11 +259,12 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
             run.dispatch = driver_t
             if log is not None:
                 log("dispatch", run.seq, driver_t, slot + 1)
+            cost = dispatch_cost(run.txn, workers)
             if driver is not None:                   # dispatch needs a core
                 driver_busy = True
-                cpus.execute(driver, driver_t, profile.dispatch, DISPATCHED, run)
+                cpus.execute(driver, driver_t, cost, DISPATCHED, run)
                 continue
-            driver_t += profile.dispatch
+            driver_t += cost
             hand_off(run)
             continue
         if not heap:
@@ -286,6 +306,10 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
             cpus.release(payload, t)
         elif kind == RESUME:
             try_start(payload, t)
+        elif kind == EXEC_START:
+            run, attempt = payload
+            if attempt == run.attempt:
+                begin_exec(run, t)
         elif kind == GROUP_START:
             stage.group_start(t)
         else:  # SYNC_END
@@ -300,9 +324,11 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                     mark_start_commit(run, t)
                 release_locks(run, t)
                 current[run.worker] = None
-                if background > 0:               # the server's own threads after a commit
-                    task = CpuTask()
-                    cpus.execute(task, t, background, BACKGROUND_DONE, task)
+                if cpus is not None:             # the server's own threads after a commit,
+                    off_path = background + contention_cpu(run.txn, workers)  # and spinning
+                    if off_path > 0:
+                        task = CpuTask()
+                        cpus.execute(task, t, off_path, BACKGROUND_DONE, task)
                 sink(run)
             stage.group_done(payload, t)
             for run in payload:
@@ -311,9 +337,9 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                     if waiter.retries and waiter.wait_cause == "prior_commit_wait":
                         resume(waiter, t)
                         blocked["retry"] += retry_cost
-                        push(heap, (t + retry_cost, next(counter), RESUME, waiter))
+                        push(heap, (t + retry_cost + wakeup, next(counter), RESUME, waiter))
                     else:
-                        try_start(waiter, t)
+                        wake(waiter, t)
                 take_next(run.worker, t)
     if nxt is not None or committed != queued:
         stuck = sorted(r.seq for r in current if r is not None)

@@ -31,6 +31,12 @@ READY = 1
 SYNC_END, GROUP_START, SYNC_CPU = (CommitStage.SYNC_END, CommitStage.GROUP_START,
                                    CommitStage.SYNC_CPU)
 
+def _member_cost(profile: Profile):
+    """The flush-stage leader's serial work per member (by analogy with MariaDB's measured one:
+    no MySQL replica has been measured), or None when the profile has none."""
+    return profile.member_cost if profile.commit_serial or profile.commit_byte else None
+
+
 MYSQL_BUGS = frozenset({"lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
                         "commit_order_unenforced"})
 
@@ -54,19 +60,19 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     counter = itertools.count()
     pop = heapq.heappop
     sync = profile.sync
-    dispatch_cost = profile.dispatch
+    dispatch_cost = profile.dispatch_cost
     free = list(range(workers))          # a heap: the lowest index idle worker first
     gaq: deque[TxnRun] = deque()         # dispatched, not yet released from the head
     cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
     stage = CommitStage(profile.sync, ordered, heap, counter, sync_cpu=profile.sync_cpu,
-                        cpus=cpus)
+                        cpus=cpus, member_cost=_member_cost(profile), wakeup=profile.wakeup)
     blocked = dict.fromkeys(CAUSES, 0.0)
 
     lwm = LowWaterMark(not_prefix=not_prefix, rotation_ignored=rotation_ignored)
     coord_t = 0.0
     cause = None                          # why the coordinator is blocked, or None
     since = 0.0
-    runs = new_runs(stream, profile)
+    runs = new_runs(stream, profile, workers)
     clock = ClockOrder(rotation_ignored=rotation_ignored)
     nxt = None                            # the next run to dispatch, with its barrier decision
     nxt_barrier = False
@@ -99,7 +105,7 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
                 lwm.barrier_dispatched()
             run.worker = lowest_idle_worker(free)
             run.dispatch = coord_t
-            coord_t += dispatch_cost
+            coord_t += dispatch_cost(run.txn, workers)
             start_work(run, coord_t, cpus, heap, counter, READY)
             if log is not None:
                 log("dispatch", run.seq, run.dispatch, run.worker + 1)
@@ -171,13 +177,13 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
     busy = [False] * workers
     cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
     stage = CommitStage(profile.sync, False, heap, counter, sync_cpu=profile.sync_cpu,
-                        cpus=cpus)
+                        cpus=cpus, member_cost=_member_cost(profile), wakeup=profile.wakeup)
     outstanding = 0
     isolated = False                          # an isolated transaction is outstanding
     coord_t = 0.0
     cause = None
     since = 0.0
-    runs = new_runs(stream, profile)
+    runs = new_runs(stream, profile, workers)
     nxt = None
     committed = dispatched = 0
 
@@ -220,7 +226,7 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
             run = nxt
             run.worker = w
             run.dispatch = coord_t
-            coord_t += profile.dispatch
+            coord_t += profile.dispatch_cost(run.txn, workers)
             for d in run.dep or ():
                 entry = pinned.get(d)
                 if entry is None:

@@ -15,7 +15,7 @@ import time
 from typing import Sequence
 
 from . import __version__
-from .profiles import PROFILES, ProfileError, get_profile
+from .profiles import DEFAULT_PROFILE, PROFILES, ProfileError, get_profile
 from .scoring import Z3_AUTO_LIMIT
 from .trace import TraceError, iter_trace, load_trace, write_trace
 
@@ -116,10 +116,42 @@ class TraceSource:
         return iter_trace(self.path)[1]
 
 
+def _mysql_defaults(args, source: dict):
+    """The MySQL version's defaults for this run (`--mysql`, else the trace header's MySQL
+    server, else None), kept on `args` for the option helpers below."""
+    from .mysql_versions import MySQLVersionError, get_defaults, version_of_server
+    version, origin = getattr(args, "mysql", None), "--mysql"
+    if version is None:
+        version, origin = version_of_server(source.get("server")), "the trace's server"
+    try:
+        args.mysql_defaults = get_defaults(version) if version else None
+    except MySQLVersionError as e:
+        raise UsageError(str(e)) from None
+    args.mysql_origin = origin
+    return args.mysql_defaults
+
+
+def _mysql_schedulers(args) -> list[str] | None:
+    """The schedulers to run under the MySQL version (None: the command's own default)."""
+    from .mysql_versions import MySQLVersionError, check_schedulers, default_schedulers
+    d = getattr(args, "mysql_defaults", None)
+    if d is None:
+        return args.scheduler
+    if not args.scheduler:
+        return default_schedulers(d)
+    try:
+        check_schedulers(d, args.scheduler)
+    except MySQLVersionError as e:
+        raise UsageError(str(e)) from None
+    return args.scheduler
+
+
 def _applier_options(args) -> dict:
     opts = {}
     if getattr(args, "preserve_commit_order", None) is not None:
         opts["preserve_commit_order"] = args.preserve_commit_order
+    elif getattr(args, "mysql_defaults", None) is not None:
+        opts["preserve_commit_order"] = args.mysql_defaults.preserve_commit_order
     if getattr(args, "checkpoint_group", None) is not None:
         opts["checkpoint_group"] = args.checkpoint_group
     if getattr(args, "max_queued", None) is not None:
@@ -131,6 +163,8 @@ def _tracker_options(args, tracker: str | None) -> dict:
     opts = {}
     if tracker in ("writeset", "writeset_session") and args.history_size is not None:
         opts["history_size"] = args.history_size
+    if tracker in ("writeset", "writeset_session") and getattr(args, "mysql_defaults", None):
+        opts["write_set"] = args.mysql_defaults.write_set
     if tracker == "slave_group_commit":
         if args.commit_wait_count is not None:
             opts["commit_wait_count"] = args.commit_wait_count
@@ -148,7 +182,8 @@ def _bugs(args) -> frozenset[str]:
 
 
 def _profile(args):
-    return get_profile(args.profile, cores=getattr(args, "cores", None))
+    return get_profile(args.profile, cores=getattr(args, "cores", None),
+                       durability=getattr(args, "durability", None))
 
 
 def _emit(text: str, path: str | None) -> None:
@@ -181,18 +216,26 @@ def cmd_score(args) -> int:
     profile = _profile(args)
     bugs = _bugs(args)
     trace = TraceSource(args.trace)
+    mysql = _mysql_defaults(args, trace.source)
+    schedulers = _mysql_schedulers(args)
     progress = Progress(args.quiet)
-    results = score_trace(trace, args.scheduler, args.workers, profile, bugs=bugs,
+    results = score_trace(trace, schedulers, args.workers, profile, bugs=bugs,
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), progress=progress,
                           skip_unfit=not args.scheduler_given, z3_bound=args.z3_bound,
                           z3_timeout=args.z3_timeout, jobs=args.jobs)
     progress.done()
+    if mysql is not None:
+        for r in results:
+            r["mysql"] = mysql.version
     if args.json:
         _emit(json.dumps(results, indent=2) + "\n", args.output)
     else:
-        _emit(format_table(results, trace_path=args.trace, profile=profile,
-                           transactions=trace.count), args.output)
+        table = format_table(results, trace_path=args.trace, profile=profile,
+                             transactions=trace.count)
+        if mysql is not None:
+            table += f"\n{mysql.describe()} (version from {args.mysql_origin})\n"
+        _emit(table, args.output)
     return 0
 
 
@@ -246,8 +289,13 @@ def cmd_check(args) -> int:
 
 def cmd_annotate(args) -> int:
     from .trackers import get_tracker
-    tracker = get_tracker(args.tracker, bugs=_bugs(args), **_tracker_options(args, args.tracker))
     source, txns = iter_trace(args.trace)
+    mysql = _mysql_defaults(args, source)
+    if mysql is not None and args.tracker not in mysql.trackers and args.tracker in (
+            "commit_order", "writeset", "writeset_session", "database"):
+        raise UsageError(f"tracker {args.tracker}: MySQL {mysql.version} has no such dependency "
+                         f"tracking (it offers {', '.join(mysql.trackers)})")
+    tracker = get_tracker(args.tracker, bugs=_bugs(args), **_tracker_options(args, args.tracker))
     out_source = dict(source)
     out_source["annotated_by"] = {"tracker": args.tracker,
                                   "options": _tracker_options(args, args.tracker),
@@ -308,10 +356,17 @@ SCHEDULER_HELP = ("a scheduler: TRACKER+APPLIER or `serial`. Trackers: serial, d
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model options")
     g.add_argument("--profile", default="ideal", choices=sorted(PROFILES),
-                   help="cost profile for costs the trace lacks (default: ideal)")
+                   help="machine / cost profile for costs the trace lacks (default: "
+                        f"{DEFAULT_PROFILE} for score and report, a real MariaDB replica "
+                        "measured on 16 cores; ideal, the trace's own costs only, for the "
+                        "others)")
     g.add_argument("--cores", type=_positive_int, metavar="N",
                    help="replica CPU cores: executing needs a core, workers beyond it queue "
-                        "(default: the profile's; none = a core per worker)")
+                        "(default: the profile's machine's)")
+    g.add_argument("--durability", choices=("durable", "relaxed"),
+                   help="the replica's settings: durable (sync_binlog=1, "
+                        "innodb_flush_log_at_trx_commit=1) or relaxed (0 / 2): the machine "
+                        "profile's sync costs apply or not (default: the profile's, durable)")
     g.add_argument("--preserve-commit-order", type=_on_off, metavar="on|off",
                    help="mysql applier: replica_preserve_commit_order (default on)")
     g.add_argument("--checkpoint-group", type=_positive_int, metavar="N",
@@ -327,6 +382,15 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                    help="slave_group_commit: binlog_commit_wait_usec of the intermediate replica")
     g.add_argument("--inject-bug", action="append", metavar="NAME",
                    help="turn on a catalogue bug (design §7) to see what it breaks; repeatable")
+
+
+def _add_mysql_option(p: argparse.ArgumentParser) -> None:
+    """--mysql (score, report, annotate): model/mysql_versions.py."""
+    p.add_argument("--mysql", choices=("5.7", "8.0", "8.4"), metavar="5.7|8.0|8.4",
+                   help="apply this MySQL version's defaults where no option says otherwise "
+                        "(replica_preserve_commit_order, the dependency trackings it has, how "
+                        "write sets count against the history size) and say which; default: "
+                        "the version of a 'MySQL x.y.z' server in the trace header, else none")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -369,7 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds z3 may take per (workers, regime) before the heuristic bound "
                         "is used (default 10)")
     _add_model_options(s)
-    s.set_defaults(func=cmd_score)
+    _add_mysql_option(s)
+    s.set_defaults(func=cmd_score, profile=DEFAULT_PROFILE)
 
     sc = sub.add_parser("schedule", help="print the per-transaction schedule of one run",
                         description="Simulate one scheduler with W workers and print, per "
@@ -402,6 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "writeset_session", "slave_group_commit"])
     a.add_argument("-o", "--output", required=True)
     _add_model_options(a)
+    _add_mysql_option(a)
     a.set_defaults(func=cmd_annotate)
 
     g = sub.add_parser("generate", help="write a synthetic trace from a simulated source",

@@ -11,7 +11,29 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+
+DURABILITIES = ("durable", "relaxed")
+# What `score` and `report` predict for unless told otherwise: the one measured machine with room
+# to scale (docs/calibration.md), never an assumed or unlimited one.
+DEFAULT_PROFILE = "replica16"
+
+
+def txn_events(txn) -> int:
+    """Binlog events of a transaction: the trace's `events` when the importer counted them, else
+    an estimate for synthetic traces (GTID + commit, and Annotate_rows + Table_map + one rows
+    event per written row key, the shape of a one-row-per-statement transaction)."""
+    events = txn.events
+    if events is not None:
+        return events
+    return 2 + 3 * len(txn.writes)
+
+
+def txn_bytes(txn) -> int:
+    """Bytes of a transaction in the binlog: the trace's `bytes`, else an estimate (about 150
+    bytes an event, the size of a small sysbench row event with its table map)."""
+    size = txn.bytes
+    return size if size is not None else 150 * txn_events(txn)
 
 
 @dataclass(frozen=True)
@@ -42,9 +64,92 @@ class Profile:
     # one after the other (writing its binlog events, committing it in order): in parallel mode
     # it moves out of the worker's `exec` into the leader's serial work (on a core with cores).
     commit_serial: float = 0.0
+    # The apply pipeline's serial stages and their size dependence (docs/model.md, "The apply
+    # pipeline"), all inactive at 0:
+    # `dispatch_event`: the driver / coordinator's time per binlog event (read, parse, queue to
+    # a worker), on top of `dispatch` per transaction; `dispatch_thread`: what each event costs
+    # it more per worker thread beyond the first (the queue hand-offs contend with more threads).
+    dispatch_event: float = 0.0
+    dispatch_thread: float = 0.0
+    # `exec_event`: execution per binlog event when the trace has no `exec` (so a transaction's
+    # cost follows its size); `commit_byte`: the group-commit leader's serial work per byte of
+    # each member (writing its binlog events); `wakeup`: the latency of waking a waiting thread
+    # (a released GCO or prior-commit wait, the next group commit after the previous one).
+    exec_event: float = 0.0
+    # `handoff_event`: the time a MariaDB worker waits, off its core, per event of its
+    # transaction for the driver to hand the event over (the queue's mutex and condition
+    # variable): a latency on the worker's path that a 1-thread run shows as idle time
+    handoff_event: float = 0.0
+    # `shared_disk`: the binlog's group sync and the redo flush go to one device that flushes
+    # one at a time (ext4's journal commits), so in parallel mode they queue behind each other
+    shared_disk: bool = False
+    # `coordination_event`: worker CPU per binlog event in parallel mode, on top of
+    # `coordination` per transaction, on the worker's path. `coordination_thread`: CPU per event
+    # per worker thread beyond the first that the replica burns while threads wait for each
+    # other (spinning on mutexes, futex wake-ups: what its CPU counters show growing with the
+    # thread count). It holds a core after the commit but lengthens no transaction's path: it
+    # costs time only when the cores run out (MariaDB; with cores modelled).
+    coordination_event: float = 0.0
+    coordination_thread: float = 0.0
+    commit_byte: float = 0.0
+    wakeup: float = 0.0
+    # Durability is a setting of the replica, not of the machine: the machine's sync costs
+    # (`sync`, `sync_cpu`, `commit_default`, `commit_cpu`) are those of a durable replica
+    # (sync_binlog=1, innodb_flush_log_at_trx_commit=1); `with_durability("relaxed")` drops them.
+    durability: str = "durable"
+    # The machine the profile describes, and the calibration residuals of its predicted
+    # speedups: measured / predicted at the given quantiles (the report's band).
+    machine: str = ""
+    band: tuple = ()
+    fitted_from: dict = field(default_factory=dict)
 
     def exec_cost(self, txn) -> float:
-        return self.exec_default if txn.exec is None else txn.exec
+        if txn.exec is not None:
+            return txn.exec
+        return self.exec_default + self.exec_event * txn_events(txn)
+
+    def dispatch_cost(self, txn, workers: int) -> float:
+        """The driver / coordinator's time to read and hand out `txn` to one of `workers`."""
+        per_event = self.dispatch_event + self.dispatch_thread * max(0, workers - 1)
+        if per_event == 0.0:
+            return self.dispatch
+        return self.dispatch + per_event * txn_events(txn)
+
+    def parallel_exec(self, txn, exec_cost: float, workers: int) -> float:
+        """A worker's time for `txn` in parallel mode: its serial execution, plus coordination,
+        minus the part the group-commit leader does for it (`member_cost`)."""
+        extra = self.coordination - self.member_cost(txn)
+        if self.coordination_event:
+            extra += self.coordination_event * txn_events(txn)
+        return max(0.0, exec_cost + extra)
+
+    def event_handoff(self, txn) -> float:
+        """What a worker waits for `txn`'s events to be handed over, off its core."""
+        return self.handoff_event * txn_events(txn) if self.handoff_event else 0.0
+
+    def contention_cpu(self, txn, workers: int) -> float:
+        """CPU burnt off the transaction's path while `workers` threads wait for each other."""
+        if not self.coordination_thread or workers <= 1:
+            return 0.0
+        return self.coordination_thread * (workers - 1) * txn_events(txn)
+
+    def member_cost(self, txn) -> float:
+        """The group-commit leader's serial work for one member."""
+        if self.commit_byte == 0.0:
+            return self.commit_serial
+        return self.commit_serial + self.commit_byte * txn_bytes(txn)
+
+    def with_durability(self, durability: str | None) -> "Profile":
+        """This machine's profile for a replica with the given durability settings."""
+        if durability is None or durability == self.durability:
+            return self
+        if durability not in DURABILITIES:
+            raise ProfileError(f"unknown durability {durability!r}; known: {', '.join(DURABILITIES)}")
+        if durability == "durable":
+            raise ProfileError(f"profile {self.name} describes a relaxed replica only: its sync "
+                               "costs were not measured")
+        return replace(self, sync=0.0, sync_cpu=0.0, commit_default=0.0, commit_cpu=0.0,
+                       commit_grouped=False, durability="relaxed")
 
     def commit_cost(self, txn) -> float:
         return self.commit_default if txn.commit is None else txn.commit
@@ -85,7 +190,13 @@ def load_fitted(path: str = FITTED_PATH) -> list[Profile]:
     except FileNotFoundError:
         return []
     fields = {f.name for f in dataclasses.fields(Profile)}
-    return [Profile(**{k: v for k, v in p.items() if k in fields}) for p in data["profiles"]]
+    out = []
+    for p in data["profiles"]:
+        kw = {k: v for k, v in p.items() if k in fields}
+        if "band" in kw:
+            kw["band"] = tuple(kw["band"])
+        out.append(Profile(**kw))
+    return out
 
 
 PROFILES.update((p.name, p) for p in load_fitted())
@@ -95,12 +206,13 @@ class ProfileError(ValueError):
     pass
 
 
-def get_profile(name: str, *, cores: int | None = None) -> Profile:
-    """A named profile, with its `cores` replaced when given."""
+def get_profile(name: str, *, cores: int | None = None, durability: str | None = None) -> Profile:
+    """A named profile, with its `cores` and durability replaced when given."""
     try:
         profile = PROFILES[name]
     except KeyError:
         raise ProfileError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None
+    profile = profile.with_durability(durability)
     if cores is not None:
         if cores < 1:
             raise ProfileError("cores must be at least 1")

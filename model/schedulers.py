@@ -72,12 +72,12 @@ def simulate_serial(txns: Iterable, profile: Profile, sink: Callable[[TxnRun], N
     own sync."""
     t = 0.0
     exec_cost, commit_cost, sync = profile.exec_cost, profile.commit_cost, profile.sync
-    dispatch = profile.dispatch
+    dispatch = profile.dispatch_cost
     for txn in txns:
         run = TxnRun(txn, None, exec_cost(txn), commit_cost(txn))
         run.worker = 0
         run.dispatch = t
-        run.start = t = t + dispatch
+        run.start = t = t + dispatch(txn, 1)
         run.exec_end = t + run.exec
         run.ready = run.exec_end + run.commit_cost
         run.commit = t = run.ready + sync

@@ -103,6 +103,9 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
                             "transactions": trace.count, "error": f"deadlock: {value}"})
         else:
             results.append(value)
+    for r in results:
+        r.update(describe_prediction(profile, r.get("speedup") if r["scheduler"] != "serial"
+                                     else None))
     return results
 
 
@@ -155,16 +158,36 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
+def describe_prediction(profile: Profile, speedup: float | None) -> dict:
+    """What every prediction names: the machine profile, its cores, the replica's durability,
+    and the speedup's band from the profile's calibration residuals (when it has one)."""
+    out = {"machine": profile.machine or None, "cores": profile.cores,
+           "durability": profile.durability}
+    if speedup is not None and profile.band:
+        lo, hi = profile.band
+        out["speedup_band"] = [round(speedup * lo, 4), round(speedup * hi, 4)]
+    return out
+
+
+def profile_line(profile: Profile) -> str:
+    cores = f"{profile.cores} cores" if profile.cores else "a core per worker (no CPU limit)"
+    band = (f"; band: measured/predicted {profile.band[0]:.2f}-{profile.band[1]:.2f} on its "
+            f"calibration" if profile.band else "; no calibration band")
+    return (f"profile {profile.name}: {profile.machine or 'no measured machine'}, {cores}, "
+            f"{profile.durability} replica{band}")
+
+
 def _fmt(v, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
 def format_table(results: list[dict], *, trace_path: str, profile: Profile,
                  transactions: int) -> str:
-    lines = [f"trace {trace_path}: {transactions} transactions; profile {profile.name} "
-             f"({profile.provenance})", ""]
+    lines = [f"trace {trace_path}: {transactions} transactions; {profile_line(profile)}",
+             f"  ({profile.provenance})", ""]
     header = (f"{'scheduler':<40} {'W':>3} {'makespan':>12} {'txn/s':>11} {'speedup':>8} "
-              f"{'eff':>6} {'bound':>12} {'vs bnd':>6} {'retry':>5}  {'top wait':<24} per worker")
+              f"{'band':>11} {'eff':>6} {'bound':>12} {'vs bnd':>6} {'retry':>5}  "
+              f"{'top wait':<24} per worker")
     lines.append(header)
     lines.append("-" * len(header))
     prev = None
@@ -183,13 +206,18 @@ def format_table(results: list[dict], *, trace_path: str, profile: Profile,
         bound = r.get("bound", {}).get("bound")
         mark = "*" if r.get("bound", {}).get("exact") else (
             "~" if "z3" in r.get("bound", {}).get("kind", "") else " ")
+        band = r.get("speedup_band")
+        band_text = f"{band[0]:.2f}-{band[1]:.2f}" if band else "-"
         lines.append(f"{name:<40} {r['workers']:>3} {r['makespan']:>12.1f} "
                      f"{_fmt(r['throughput'], '>11.1f')} {_fmt(r['speedup'], '>8.2f')} "
+                     f"{band_text:>11} "
                      f"{_fmt(r['efficiency'], '>6.2f')} {_fmt(bound, '>11.1f')}{mark} "
                      f"{_fmt(r.get('efficiency_vs_bound'), '>6.2f')} {r['retries']:>5}  "
                      f"{top_text:<24} {pw}")
     lines.append("")
-    lines.append("speedup: serial makespan / makespan; eff: speedup / W; bound: max(work/W, "
+    lines.append("speedup: serial makespan / makespan; band: where the measured speedup fell "
+                 "around the profile's predictions on its calibration (10th-90th percentile); "
+                 "eff: speedup / W; bound: max(work/W, "
                  "conflict span), a lower bound on any schedule's makespan; vs bnd: bound / "
                  "makespan (1.00 = optimal); top wait: largest blocked time / makespan "
                  "(coordinator causes are its own time, transaction causes are summed).")

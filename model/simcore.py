@@ -73,6 +73,29 @@ class TxnRun:
         return out
 
 
+class Disk:
+    """The device the binlog and the redo log flush to, when they share one (`shared_disk`): one
+    flush at a time. On ext4 every fsync commits the filesystem's journal, and jbd2 commits one
+    transaction at a time, so the binlog's group sync and InnoDB's redo flush queue behind each
+    other once a parallel replica issues them concurrently (the serial replay never overlaps
+    them, so its fit is unchanged)."""
+
+    __slots__ = ("free_at",)
+
+    def __init__(self):
+        self.free_at = 0.0
+
+    def flush(self, now: float, duration: float) -> float:
+        """Reserve the device for `duration` from `now` or when it frees; the flush's end."""
+        start = now if now >= self.free_at else self.free_at
+        self.free_at = start + duration
+        return self.free_at
+
+
+def _flush_end(disk: "Disk | None", now: float, duration: float) -> float:
+    return now + duration if disk is None or duration <= 0 else disk.flush(now, duration)
+
+
 class CommitStage:
     """Binlog group commit: transactions ready to commit are made durable together, one sync
     per group (MySQL `ordered_commit`, MariaDB `queue_for_group_commit`, semantics §1.7, §3.8).
@@ -82,7 +105,7 @@ class CommitStage:
     """
 
     __slots__ = ("sync", "ordered", "busy", "waiting", "next_seq", "heap", "counter", "pending",
-                 "sync_cpu", "cpus", "member_cpu")
+                 "sync_cpu", "cpus", "member_cpu", "member_cost", "wakeup", "disk")
 
     # Event kinds, shared with the appliers' event loops.
     SYNC_END = 2
@@ -90,7 +113,9 @@ class CommitStage:
     SYNC_CPU = 5
 
     def __init__(self, sync: float, ordered: bool, heap: list, counter, *,
-                 sync_cpu: float = 0.0, cpus: "CpuPool | None" = None, member_cpu: float = 0.0):
+                 sync_cpu: float = 0.0, cpus: "CpuPool | None" = None, member_cpu: float = 0.0,
+                 member_cost: "Callable | None" = None, wakeup: float = 0.0,
+                 disk: "Disk | None" = None):
         self.sync = sync
         self.ordered = ordered
         self.busy = False
@@ -107,6 +132,12 @@ class CommitStage:
         # trx_group_commit_leader writes every member's binlog events and commits it in order);
         # a plain delay without cores
         self.member_cpu = member_cpu
+        # per member when it depends on the transaction (profile.member_cost: bytes written)
+        self.member_cost = member_cost
+        # the next group's leader is a waiting thread that must be woken when this group ends
+        # (MariaDB wakes it after the sync; MySQL's commit-order queue signals the next worker)
+        self.wakeup = wakeup
+        self.disk = disk
 
     def add(self, run: TxnRun, now: float) -> None:
         """`run` is ready to commit. The group forms after every event of this instant, so
@@ -135,6 +166,11 @@ class CommitStage:
         self.busy = False
         if self.ordered:
             self.next_seq = batch[-1].seq + 1
+        if self.wakeup > 0 and self.waiting:
+            # whoever queued meanwhile leads the next group once woken; later arrivals join it
+            self.pending = True
+            heapq.heappush(self.heap, (now + self.wakeup, next(self.counter), self.GROUP_START, None))
+            return
         self._start_group(now)
 
     def _start_group(self, now: float) -> None:
@@ -153,20 +189,22 @@ class CommitStage:
             batch = [waiting[s] for s in sorted(waiting)]
             waiting.clear()
         self.busy = True
-        members = self.member_cpu * len(batch)
+        member_cost = self.member_cost
+        members = (self.member_cpu * len(batch) if member_cost is None
+                   else sum(member_cost(r.txn) for r in batch))
         if self.cpus is not None and self.sync_cpu + members > 0:
             task = CpuTask()
             self.cpus.execute(task, now, self.sync_cpu + members, self.SYNC_CPU, (task, batch))
         else:
-            heapq.heappush(self.heap, (now + members + self.sync, next(self.counter),
-                                       self.SYNC_END, batch))
+            heapq.heappush(self.heap, (_flush_end(self.disk, now + members, self.sync),
+                                       next(self.counter), self.SYNC_END, batch))
 
     def sync_cpu_done(self, payload, now: float) -> None:
         """The leader's CPU part ended: it leaves its core and waits for the disk."""
         task, batch = payload
         self.cpus.release(task, now)
-        heapq.heappush(self.heap, (now + self.sync - self.sync_cpu, next(self.counter),
-                                   self.SYNC_END, batch))
+        heapq.heappush(self.heap, (_flush_end(self.disk, now, self.sync - self.sync_cpu),
+                                   next(self.counter), self.SYNC_END, batch))
 
 
 class LogFlush:
@@ -178,15 +216,16 @@ class LogFlush:
     and at once, which is the plain per-transaction delay.
     Fires `kind` with `(run, attempt)` for each covered request when its flush ends."""
 
-    __slots__ = ("grouped", "cpu", "cpus", "heap", "counter", "kind", "busy", "waiting")
+    __slots__ = ("grouped", "cpu", "cpus", "heap", "counter", "kind", "busy", "waiting", "disk")
 
     FLUSH_CPU = 6
     FLUSH_END = 7
 
     def __init__(self, grouped: bool, cpu: float, cpus: "CpuPool | None", heap: list, counter,
-                 kind: int):
+                 kind: int, disk: "Disk | None" = None):
         self.grouped, self.cpus, self.heap, self.counter, self.kind = (
             grouped, cpus, heap, counter, kind)
+        self.disk = disk
         self.cpu = cpu if cpus is not None else 0.0
         self.busy = False
         self.waiting: list[tuple[TxnRun, int]] = []
@@ -212,12 +251,14 @@ class LogFlush:
             task = CpuTask()
             self.cpus.execute(task, now, cpu, self.FLUSH_CPU, (task, batch, cost - cpu))
         else:
-            heapq.heappush(self.heap, (now + cost, next(self.counter), self.FLUSH_END, batch))
+            heapq.heappush(self.heap, (_flush_end(self.disk, now, cost), next(self.counter),
+                                       self.FLUSH_END, batch))
 
     def cpu_done(self, payload, now: float) -> None:
         task, batch, rest = payload
         self.cpus.release(task, now)
-        heapq.heappush(self.heap, (now + rest, next(self.counter), self.FLUSH_END, batch))
+        heapq.heappush(self.heap, (_flush_end(self.disk, now, rest), next(self.counter),
+                                   self.FLUSH_END, batch))
 
     def flush_end(self, batch: list, now: float) -> None:
         for entry in batch:
@@ -282,11 +323,18 @@ class CpuPool:
             self.free += 1
 
 
-def new_runs(stream, profile):
-    """The tracker's `(txn, dep)` stream as run records carrying the profile's costs."""
+def new_runs(stream, profile, workers: int | None = None):
+    """The tracker's `(txn, dep)` stream as run records carrying the profile's costs; with
+    `workers`, a parallel applier's (`Profile.parallel_exec`: coordination on top, the
+    group-commit leader's part moved out)."""
     exec_cost, commit_cost = profile.exec_cost, profile.commit_cost
+    if workers is None:
+        for txn, dep in stream:
+            yield TxnRun(txn, dep, exec_cost(txn), commit_cost(txn))
+        return
+    parallel_exec = profile.parallel_exec
     for txn, dep in stream:
-        yield TxnRun(txn, dep, exec_cost(txn), commit_cost(txn))
+        yield TxnRun(txn, dep, parallel_exec(txn, exec_cost(txn), workers), commit_cost(txn))
 
 
 def start_work(run: TxnRun, now: float, cpus: CpuPool | None, heap: list, counter,

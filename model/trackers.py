@@ -147,16 +147,16 @@ class WritesetTracker(Tracker):
 
         can_use  := (hashes or no_pk) and not ddl/admin and not fk_parent
                     and not (more than history_size hashes)          # per-transaction limit
-        overflow := |history| + |hashes| > history_size
+        overflow := |history| + |hashes| > history_size    # |hashes|: see HOW MANY HASHES
         p := history_start; for h in hashes: if h in history: p := max(p, history[h]) when
              history[h] < seq; history[h] := seq; elif not overflow: history[h] := seq
         if can_use and not no_pk: parent := min(p, parent)           # never above the ceiling
         if overflow or not can_use: history_start := seq; clear history
     Rotation (a new `txn.file`): history cleared, history_start := 1 (§1.3).
     The hashes are the row keys `txn.writes` (PRIMARY and UNIQUE entries, FK parent keys, both
-    images of an UPDATE: design §3), one hash per key (`Txn` lists a key once; the server's
-    vector may repeat a hash, which only makes the overflow and the limit fire earlier). Admin statements (`txn.admin`) log no row events, so they take
-    the empty-write-set path even if the trace lists keys for them.
+    images of an UPDATE: design §3); lookups use each key once. Admin statements
+    (`txn.admin`) log no row events, so they take the empty-write-set path even if the trace
+    lists keys for them.
 
     THE COMMIT-ORDER PARENT (the ceiling `parent` above), per transaction:
       1. the trace's `last_committed` when present (a MySQL source);
@@ -178,14 +178,23 @@ class WritesetTracker(Tracker):
     0 < ps < seq: parent := max(parent, ps); the session's last := seq. As in the server ps is
     file-relative and not reset at rotation (a stale smaller ps adds a harmless dependency).
 
+    HOW MANY HASHES (`write_set`): MySQL 8.0/8.4 keep the write set as a `std::vector`: an
+    UPDATE pushes the hash of each key of both images, so a key it keeps is counted twice by
+    the capacity check `|history| + |hashes| > history_size` and by the per-transaction limit
+    (the trace's `write_set_size`; without it, one per key). MySQL 5.7 (5.7.22+) hands the
+    tracker a `std::set`: one per distinct key. The option chooses: "vector" (default) or
+    "set". Only when the history fills up does it matter, never for soundness. MySQL's own test
+    rpl_binlog_transaction_dependency_tracking (step 1.4, history size 5) tells them apart
+    (docs/mysql-tests.md).
+
     Options: `history_size` (binlog_transaction_dependency_history_size, default 25000),
-    `ceiling` ("none" | "error"). Bugs: history_evict_no_floor, ddl_not_isolated,
+    `ceiling` ("none" | "error"), `write_set` ("vector" | "set"). Bugs: history_evict_no_floor, ddl_not_isolated,
     unique_keys_ignored, before_image_ignored, admin_barrier_missing, and for the session
     variant session_order_dropped.
     """
 
     name, kind = "writeset", "clock"
-    options = {"history_size": 25000, "ceiling": "none"}
+    options = {"history_size": 25000, "ceiling": "none", "write_set": "vector"}
     uses_bugs = frozenset({"history_evict_no_floor", "ddl_not_isolated", "unique_keys_ignored",
                            "before_image_ignored", "admin_barrier_missing"})
     session_rule = False
@@ -197,6 +206,8 @@ class WritesetTracker(Tracker):
             raise TrackerError(f"history_size must be a positive integer, got {hs!r}")
         if self.opts["ceiling"] not in ("none", "error"):
             raise TrackerError(f"ceiling must be 'none' or 'error', got {self.opts['ceiling']!r}")
+        if self.opts["write_set"] not in ("vector", "set"):
+            raise TrackerError(f"write_set must be 'vector' or 'set', got {self.opts['write_set']!r}")
 
     def annotate(self, txns):
         bugs = self.bugs
@@ -207,6 +218,7 @@ class WritesetTracker(Tracker):
         ddl_free = "ddl_not_isolated" in bugs
         admin_floor = "admin_barrier_missing" not in bugs
         session_rule = self.session_rule and "session_order_dropped" not in bugs
+        count_duplicates = self.opts["write_set"] == "vector"
 
         history: dict = {}
         get = history.get
@@ -253,6 +265,8 @@ class WritesetTracker(Tracker):
             # --- WRITESET
             keys = txn.writes if keys_of is None else keys_of(txn)
             nk = len(keys)
+            if count_duplicates and txn.write_set_size is not None:
+                nk += txn.write_set_size - len(txn.writes)    # the vector's repeated hashes
             no_pk = txn.no_pk
             if ddl_free:    # bug: DDL / empty write set used like any write set
                 can_use = not txn.fk_parent and nk <= history_size

@@ -313,3 +313,128 @@ def test_the_group_leader_commits_each_member_serially():
     assert times(runs, "commit") == [14, 14, 14]          # one group: 8 + 3 x 2
     serial, _ = collect("serial", trace.txns, 1, replace(prof, commit_serial=2))
     assert max(times(serial, "commit")) == 30              # the serial replay is unchanged
+
+
+# ---- the apply pipeline's serial stages (docs/model.md "The apply pipeline")
+def sized_clock_trace(n, exec_cost, events):
+    """T1 (L0, s1) then n-1 transactions all depending only on T1 (L1, s_i): independent of
+    each other once T1 committed; each `events` binlog events long."""
+    return trace_from_dicts([{"seq": i, "writes": [f"d.t/PRIMARY={i}"],
+                              "last_committed": 0 if i == 1 else 1, "sequence_number": i,
+                              "exec": float(exec_cost), "events": events}
+                             for i in range(1, n + 1)])
+
+
+def test_dispatch_bound_coordinator_uses_only_the_first_workers():
+    """Per-worker use when the MySQL coordinator is the bottleneck. The coordinator spends
+    dispatch_event x events = 1 x 4 = 4 per transaction; a worker is busy from its transaction's
+    dispatch to its commit, 4 + 6 = 10. At each dispatch after T1 the transactions dispatched 4
+    and 8 earlier still hold their workers and the one 12 earlier has freed its own, so the
+    lowest idle worker cycles over workers 1, 2, 3: T1 and T2 on worker 1 (T1 commits at 10,
+    when T2 is dispatched), then 3, 4, 5 on workers 2, 3, 1, ... Worker 4 never runs anything."""
+    prof = replace(IDEAL, dispatch_event=1.0)
+    trace = sized_clock_trace(31, 6, events=4)
+    runs, _ = collect("commit_order+mysql", trace.txns, 4, prof)
+    shares = [sum(1 for r in runs if r.worker == w) for w in range(4)]
+    assert shares == [11, 10, 10, 0]
+    assert [r.worker for r in runs[:7]] == [0, 0, 1, 2, 0, 1, 2]
+    assert [r.dispatch for r in runs[:4]] == [0.0, 10.0, 14.0, 18.0]
+    # the makespan is the coordinator's: T1 (4 + 6), then 30 dispatches of 4, the last one's 6
+    assert max(r.commit for r in runs) == 10 + 30 * 4 + 6
+    # with a coordinator 4x faster every worker is used
+    fast = replace(IDEAL, dispatch_event=0.25)
+    runs, _ = collect("commit_order+mysql", trace.txns, 4, fast)
+    assert all(sum(1 for r in runs if r.worker == w) > 0 for w in range(4))
+
+
+def test_dispatch_cost_grows_with_events_and_threads():
+    prof = replace(IDEAL, dispatch=2.0, dispatch_event=0.5, dispatch_thread=0.25)
+    t = trace_from_dicts([{"seq": 1, "writes": [], "events": 10}]).txns[0]
+    assert prof.dispatch_cost(t, 1) == 2.0 + 10 * 0.5
+    assert prof.dispatch_cost(t, 5) == 2.0 + 10 * (0.5 + 4 * 0.25)
+    # a transaction without `events`: GTID + commit + 3 per written key (profiles.txn_events)
+    u = trace_from_dicts([{"seq": 1, "writes": ["d.t/PRIMARY=1", "d.t/PRIMARY=2"]}]).txns[0]
+    assert prof.dispatch_cost(u, 1) == 2.0 + 8 * 0.5
+
+
+def test_mariadb_driver_is_a_serial_stage_per_event():
+    """Four independent one-group transactions of 3 events each, exec 1, 4 threads: the driver
+    hands one out every 3 x 1 = 3, so they start at 3, 6, 9, 12 and the last commits at 13,
+    however many threads there are."""
+    rows = [{"seq": i, "writes": [f"d.t/PRIMARY={i}"], "exec": 1.0, "commit_id": 7, "events": 3,
+             "flags": ["transactional", "allow_parallel"]} for i in range(1, 5)]
+    trace = trace_from_dicts(rows)
+    prof = replace(IDEAL, dispatch_event=1.0)
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 4, prof)
+    assert times(runs, "start") == [3.0, 6.0, 9.0, 12.0]
+    assert max(r.commit for r in runs) == 13.0
+
+
+def test_wakeup_latency_delays_the_next_group_and_a_released_gco():
+    """§3.5's trace, conservative, 4 threads, with every wake-up of a waiting thread taking 0.5.
+    Without it T4 (its own thread, waiting in its GCO) starts when T1-T3 have all started their
+    commit, at 3; with it the signalled T4 runs at 3.5. T1-T3 (ready at 3, 1, 2) commit in one
+    group at 3."""
+    prof = replace(IDEAL, wakeup=0.5)
+    runs, _ = collect("commit_id+mariadb_conservative", S35.txns, 4, prof)
+    plain, _ = collect("commit_id+mariadb_conservative", S35.txns, 4, IDEAL)
+    assert plain[3].start == 3.0 and runs[3].start == 3.5
+    assert times(runs, "commit")[:3] == [3.0, 3.0, 3.0]
+
+
+def test_group_commit_leader_work_per_byte_is_serial():
+    """Two independent transactions ready at once commit in one group; the leader writes both
+    members' bytes one after the other (commit_byte x bytes), then syncs."""
+    rows = [{"seq": i, "writes": [f"d.t/PRIMARY={i}"], "exec": 5.0, "commit_id": 3,
+             "bytes": 100 * i, "flags": ["transactional", "allow_parallel"]} for i in (1, 2)]
+    prof = replace(IDEAL, commit_byte=0.01, sync=1.0)
+    runs, _ = collect("commit_id+mariadb_optimistic", trace_from_dicts(rows).txns, 2, prof)
+    # a worker's exec loses the member's own part, which the leader does: 5 - 1 and 5 - 2
+    assert times(runs, "exec_end") == [4.0, 3.0]
+    # T2 (ready at 3) waits for T1 (ready at 4); the leader writes 1 + 2, then syncs 1
+    assert times(runs, "commit") == [4.0 + (1.0 + 2.0) + 1.0] * 2
+
+
+def test_durability_is_a_run_setting_of_one_machine_profile():
+    from commitsched.profiles import ProfileError
+    prof = replace(IDEAL, name="m", sync=100.0, sync_cpu=30.0, commit_default=50.0, commit_cpu=5.0,
+                   commit_grouped=True)
+    relaxed = prof.with_durability("relaxed")
+    assert (relaxed.sync, relaxed.sync_cpu, relaxed.commit_default, relaxed.commit_cpu,
+            relaxed.durability) == (0.0, 0.0, 0.0, 0.0, "relaxed")
+    assert prof.with_durability("durable") is prof
+    with pytest.raises(ProfileError):
+        relaxed.with_durability("durable")
+    with pytest.raises(ProfileError):
+        prof.with_durability("fast")
+
+
+def test_shared_disk_flushes_one_at_a_time():
+    """T1 and T2 (exec 1, one source group, 2 threads, optimistic): each flushes its redo (2)
+    at 1, then the binlog group sync (3). Without a shared disk both redo flushes run at once,
+    both are ready at 3 and commit together at 6. With one disk T2's flush waits for T1's (1-3,
+    then 3-5); T1's sync waits for T2's flush (5-8); T2, ready at 5 while that sync runs, is the
+    next group (8-11)."""
+    rows = [{"seq": i, "writes": [f"d.t/PRIMARY={i}"], "exec": 1.0, "commit": 2.0,
+             "commit_id": 9, "flags": ["transactional", "allow_parallel"]} for i in (1, 2)]
+    trace = trace_from_dicts(rows)
+    prof = replace(IDEAL, sync=3.0, commit_grouped=False)
+    runs, _ = collect("commit_id+mariadb_optimistic", trace.txns, 2, prof)
+    assert times(runs, "commit") == [6.0, 6.0]
+    runs, _ = collect("commit_id+mariadb_optimistic", trace.txns, 2, replace(prof, shared_disk=True))
+    assert times(runs, "commit") == [8.0, 11.0]
+
+
+def test_event_handoff_is_a_wait_off_the_core():
+    """A worker waits handoff_event x events = 0.5 x 4 before it executes; it holds no core
+    meanwhile: with one core, T2 (its own thread) executes while T1 still waits, and vice
+    versa."""
+    rows = [{"seq": 1, "writes": ["d.t/PRIMARY=1"], "exec": 1.0, "commit_id": 5, "events": 4,
+             "flags": ["transactional", "allow_parallel"]},
+            {"seq": 2, "writes": ["d.t/PRIMARY=2"], "exec": 1.0, "commit_id": 5, "events": 2,
+             "flags": ["transactional", "allow_parallel"]}]
+    prof = replace(IDEAL, handoff_event=0.5, cores=1)
+    runs, _ = collect("commit_id+mariadb_conservative", trace_from_dicts(rows).txns, 2, prof)
+    assert times(runs, "start") == [0.0, 0.0]
+    # T2 waits 1 and executes 1-2 on the core; T1 waits 2 and executes 2-3
+    assert times(runs, "exec_end") == [3.0, 2.0]

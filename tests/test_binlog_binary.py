@@ -70,6 +70,7 @@ def test_real_mysql8_binlogs(tmp_path, name, server, expected):
     stats = import_binlog([os.path.join(MY, name)], out)
     tr = load_trace(out)
     assert stats.dialect == "mysql"
+    assert tr.source["server"] == f"MySQL {server}"                  # what --mysql reads
     assert [(t.last_committed, t.sequence_number, t.bytes) for t in tr] == expected
     assert all(t.timestamp and t.timestamp > 1.5e9 for t in tr)      # commit clocks, in seconds
     assert tr.txns[0].ddl                                            # each starts with CREATE

@@ -35,6 +35,7 @@ else:
     sys.modules["record"] = _saved_record
 
 from commitsched import profiles  # noqa: E402
+from commitsched.trace import Txn, write_trace  # noqa: E402
 
 
 def _row(rnd, sync, mode, threads, apply_s, purpose="predict", groups=1000, threads_cpu="",
@@ -55,6 +56,9 @@ def _folder(tmp_path, rows, n=1000):
     meta = {"trace": {"transactions": n}, "host": {"cpus": 2}, "started_utc": "T",
             "workload": {"version": "10.11", "sysbench_command": "sysbench x"}}
     (tmp_path / "meta.json").write_text(json.dumps(meta))
+    # the trace: n transactions of 5 binlog events each
+    write_trace(str(tmp_path / "trace.jsonl.gz"),
+                [Txn(i, [f"d.t/PRIMARY={i}"], events=5) for i in range(1, n + 1)])
     return str(tmp_path)
 
 
@@ -79,7 +83,8 @@ def test_fit_from_serial_runs_only(tmp_path):
     prof = {p["name"]: p for p in got["profiles"]}
     d, r = prof["durable-mariadb"], prof["relaxed-mariadb"]
     # medians are round 2's values: relaxed 1.0 s, binlog 3.0 s, durable 5.0 s over 1000 txns
-    assert d["dispatch"] == pytest.approx(50.0)            # driver 0.05 s CPU / 1000
+    # driver 0.05 s CPU / 1000, per event of the trace's 5
+    assert d["dispatch_event"] == pytest.approx(50.0 / 5) and d["dispatch"] == 0.0
     assert d["exec_default"] == pytest.approx(1000.0 - 50.0)
     assert d["sync"] == pytest.approx(2000.0)              # (3.0 - 1.0) s / 1000 groups
     assert d["commit_default"] == pytest.approx(2000.0)    # (5.0 - 3.0) s / 1000
@@ -92,7 +97,15 @@ def test_fit_from_serial_runs_only(tmp_path):
     assert d["commit_grouped"] is True and "commit_grouped" not in r
     assert r["background_cpu"] == pytest.approx(100.0)     # (0.9 - 0.8) s / 1000
     assert d["background_cpu"] == pytest.approx(200.0)     # (2.5 - 2.3) s / 1000
-    assert d["coordination"] == pytest.approx(1200.0 - 950.0)   # 1-thread worker - exec
+    # 1-thread worker - exec, per event
+    assert d["coordination_event"] == pytest.approx((1200.0 - 950.0) / 5)
+    # no other machine to take the thread growth from: none
+    assert d["dispatch_thread"] == d["coordination_thread"] == d["wakeup"] == 0.0
+    moved = calib_fit.fit(tmp_path, {"source": "m16", "dispatch_thread_ratio": 0.5,
+                                     "coordination_thread_ratio": 0.1, "wakeup": 7.0})
+    m = {p["name"]: p for p in moved["profiles"]}["durable-mariadb"]
+    assert (m["dispatch_thread"], m["coordination_thread"], m["wakeup"]) == (5.0, 5.0, 7.0)
+    assert "m16" in m["fitted_from"]["wakeup"]
     assert d["commit_serial"] == r["commit_serial"] == pytest.approx(100.0)  # (1.0 - 0.9) s
     # the parallel timings it will predict do not move the fit
     parallel2 = [_row(rnd, "durable", "optimistic", 4, 10 * rnd) for rnd in (1, 2, 3)]

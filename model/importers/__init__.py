@@ -277,6 +277,10 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
                                              "--base64-output=decode-rows output?)")
         head = dict(source or {})
         head.setdefault("importer", "commitsched.importers")
+        v = reader.server_version
+        if v and "mariadb" not in v.lower():
+            # what --mysql reads when not given (model/mysql_versions.py)
+            head.setdefault("server", f"MySQL {v}")
         head["inputs"] = [os.path.basename(p) for p in paths]
         if schemas:
             head["schema"] = [os.path.basename(os.fspath(x)) for x in schemas]

@@ -229,6 +229,9 @@ class _State:
                 elif r._start_file == r.file:
                     r.file += 1
                 r._start_file = r.file
+                version = ev[4].split()[0] if ev[4].strip() else None
+                if version and r.server_version is None:
+                    r.server_version = version         # as the printer's "server v X"
             elif kind == K_INCIDENT:
                 self.problem("Incident event: the source marked a gap in its binlog", pos)
             elif kind == K_UNSUPPORTED:
@@ -276,6 +279,7 @@ class _State:
                 cur.fk_parent = True
             for k in keys:
                 cur.writes[k] = None
+            cur.hashes += len(keys)         # MySQL 8's write-set vector counts repeats
 
     def statement(self, text: str, pos: int) -> Txn | None:
         """A Query event's statement: binlog_text.Reader.read's `statement`, same rules."""

@@ -24,6 +24,7 @@ ROW_START_RE = re.compile(r"^### (INSERT INTO|UPDATE|DELETE FROM) `((?:[^`]|``)+
 COL_RE = re.compile(r"^###   @(\d+)=(.*)$")
 # -vv appends the column type: " /* INT meta=0 nullable=0 is_null=0 */"
 TYPE_COMMENT_RE = re.compile(r" /\* [^*]*? meta=\d+ nullable=\d is_null=\d \*/$")
+SERVER_V_RE = re.compile(r"server v (\S+)")   # Format_description: "server v 8.0.36"
 QUERY_EV_RE = re.compile(r"^Query\s+thread_id=(\d+)")
 STMT_END = "/*!*/;"
 
@@ -90,6 +91,7 @@ class _Open:
     admin: bool = False
     no_pk: bool = False
     fk_parent: bool = False
+    hashes: int = 0                # keys over all row images, repeats included (MySQL 8's vector)
     bad: tuple[int, str] | None = None   # (line, reason) of the first problem
     # Size in the binlog: events from the GTID event to the commit event, their bytes (from the
     # GTID event's position to the last event's end_log_pos), decoded rows.
@@ -108,7 +110,8 @@ class _Open:
                    db=tuple(self.db) if (self.ddl or self.admin) and self.db else None,
                    ddl=self.ddl, admin=self.admin, no_pk=self.no_pk, fk_parent=self.fk_parent,
                    timestamp=self.timestamp, events=self.events or None, bytes=self.size(),
-                   rows=self.rows if self.events else None)
+                   rows=self.rows if self.events else None,
+                   write_set_size=self.hashes if self.hashes > len(self.writes) else None)
 
     def size(self) -> int | None:
         """Bytes in the binlog: MySQL's own transaction_length, else the span of positions."""
@@ -140,6 +143,7 @@ class Reader:
         self.skipped: list[Skipped] = []
         self.dialects: Counter = Counter()
         self.metadata_tables: set[str] = set()
+        self.server_version: str | None = None   # "server v X" of the first Start event
         self.file = 1
         self._started = False          # any binlog file (or input) seen yet
         self._rotated = False          # a Rotate event ended the last file
@@ -285,6 +289,7 @@ class Reader:
                 cur.fk_parent = True
             for k in keys:
                 cur.writes[k] = None
+            cur.hashes += len(keys)
             image = before = after = None
 
         def finish() -> Txn | None:
@@ -490,6 +495,9 @@ class Reader:
                         elif self._start_file == self.file:
                             self.file += 1
                         self._start_file = self.file
+                        m = SERVER_V_RE.search(body)
+                        if m and self.server_version is None:
+                            self.server_version = m.group(1)
                         event = "start"
                         continue
                     if body.startswith("Incident"):

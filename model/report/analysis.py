@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ..metrics import RunMetrics, heuristic_bounds
-from ..profiles import PROFILES, Profile
+from ..profiles import Profile
 from ..schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler, run_scheduler
 from ..scoring import score_trace
 from ..simcore import COORDINATOR_CAUSES, SimulationError
@@ -128,7 +128,14 @@ def recommend(results: list[dict], threshold: float) -> dict:
             if b["speedup"] / a["speedup"] - 1 < threshold:
                 rec, still = a, False
                 break
+        # "Try more" only when even the low edge of the calibration band at the largest count
+        # gains the threshold over the count before it: a gain inside the band is no evidence.
+        band_limited = False
+        if still and len(rs) > 1 and rs[-1].get("speedup_band"):
+            if rs[-1]["speedup_band"][0] / rs[-2]["speedup"] - 1 < threshold:
+                still, band_limited = False, True
         per[name] = {"recommended_workers": rec["workers"], "speedup": rec["speedup"],
+                     "speedup_band": rec.get("speedup_band"), "band_limited": band_limited,
                      "throughput": rec["throughput"], "still_gaining": still,
                      "max_speedup": max(r["speedup"] for r in rs),
                      "max_speedup_workers": max(rs, key=lambda r: r["speedup"])["workers"]}
@@ -311,14 +318,16 @@ def _whatif(trace, profile, workers, names, rec, default, mariadb, tracker_optio
          "workers": r["workers"], "speedup": r["speedup"], "throughput": r["throughput"]}
         for r in results if "error" not in r and r["scheduler"] in
         {f"{t}+mysql" for t in CLOCK_TRACKERS}]
-    # Durability: the same schedulers under each profile, each against serial under it.
+    # Durability: the same schedulers on the same machine, durable and relaxed, each against
+    # serial under the same settings (a relaxed-only profile has no durable variant).
     focus = list(dict.fromkeys(n for n in (rec.get("best", {}).get("scheduler"), default) if n))
     dur = []
-    # The three regimes of the design (plus the report's own profile, e.g. a fitted one).
-    chosen = {n: PROFILES[n] for n in ("ideal", "durable", "relaxed") if n in PROFILES}
-    chosen[profile.name] = profile
+    chosen = {f"{profile.name} ({profile.durability})": profile}
+    if profile.durability == "durable":
+        chosen[f"{profile.name} (relaxed)"] = profile.with_durability("relaxed")
+    profile_key = f"{profile.name} ({profile.durability})"
     for pname, prof in chosen.items():
-        if pname == profile.name:
+        if pname == profile_key:
             rs = [r for r in results if r["scheduler"] in focus and "error" not in r]
             serial_ms = next(r["makespan"] for r in results if r["scheduler"] == "serial")
         else:

@@ -47,13 +47,13 @@ def write_report(report, out_dir: str, fmt: str) -> list[str]:
 
 
 def cmd_report(args) -> int:
-    from ..cli import Progress, TraceSource, UsageError, _applier_options, _bugs, _tracker_options
-    from ..profiles import get_profile
+    from ..cli import (Progress, TraceSource, UsageError, _applier_options, _bugs,
+                       _mysql_defaults, _mysql_schedulers, _profile, _tracker_options)
     from .analysis import build_report
     if not args.output and not args.json:
         raise UsageError("report: give -o DIR (a page) or --json (the numbers on stdout)")
     started = time.perf_counter()
-    profile = get_profile(args.profile)
+    profile = _profile(args)
     progress = Progress(args.quiet)
     progress(f"reading {args.trace}")
     trace = TraceSource(args.trace)
@@ -62,12 +62,16 @@ def cmd_report(args) -> int:
     if args.window_start is not None and not 1 <= args.window_start <= trace.count:
         raise UsageError(f"report: --window-start {args.window_start} is not a seq of the trace "
                          f"(1..{trace.count})")
+    mysql = _mysql_defaults(args, trace.source)
     report = build_report(trace, path=args.trace, profile=profile, workers=args.workers,
-                          schedulers=args.scheduler, threshold=args.threshold,
+                          schedulers=_mysql_schedulers(args), threshold=args.threshold,
                           window=args.window, window_start=args.window_start,
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), bugs=_bugs(args),
                           whatif=not args.no_whatif, progress=progress)
+    if mysql is not None:
+        report.data["mysql"] = dict(mysql.to_json(), origin=args.mysql_origin,
+                                    text=mysql.describe())
     if args.output:
         progress("drawing")
         written = write_report(report, args.output, args.format)
@@ -109,14 +113,17 @@ def cmd_explain(args) -> int:
 
 
 def add_subcommands(sub, add_model_options) -> None:
-    from ..cli import SCHEDULER_HELP, _workers
+    from ..cli import SCHEDULER_HELP, _add_mysql_option, _workers
+    from ..profiles import DEFAULT_PROFILE
     r = sub.add_parser(
         "report", help="an HTML (or Markdown) report of a trace: workers, tracking, waits, "
                        "schedule, dependencies, what-ifs",
         description="Replay TRACE under every scheduler and worker count and write a "
                     "self-contained page answering: how many workers? which dependency "
                     "tracking? why is my replica not using its workers? should I delay commits "
-                    "on the source? The report's cost profile defaults to `durable`.")
+                    "on the source? Predictions are for the machine profile's replica "
+                    "(default `replica16`: a real MariaDB replica measured on 16 cores), with "
+                    "the band its calibration residuals give.")
     r.add_argument("trace")
     r.add_argument("-o", "--output", metavar="DIR", help="write the page (and report.json) here")
     r.add_argument("--format", choices=["html", "md"], default="html",
@@ -136,10 +143,11 @@ def add_subcommands(sub, add_model_options) -> None:
     r.add_argument("--window-start", type=int, metavar="SEQ",
                    help="first seq of the window (default: where the pipeline stalls most)")
     r.add_argument("--no-whatif", action="store_true",
-                   help="skip the what-if sweeps (durability profiles, commit wait count)")
+                   help="skip the what-if sweeps (durability, commit wait count)")
     r.add_argument("--quiet", action="store_true", help="no progress line")
     add_model_options(r)
-    r.set_defaults(func=cmd_report, profile="durable")
+    _add_mysql_option(r)
+    r.set_defaults(func=cmd_report, profile=DEFAULT_PROFILE)
 
     e = sub.add_parser(
         "explain", help="draw a TLC counterexample (build/tlc/<model>.cex.json) as a picture",

@@ -78,7 +78,8 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
                log2_x: bool = True, width: int = 840, height: int = 380,
                y_from_zero: bool = True, unit: str = "", y_max: float | None = None) -> str:
     """`series`: [{"name", "points": [(x, y), ...], "style": "solid"|"dashed"|"dotted",
-    "colour": optional, "unit": optional}]. x on a log2 axis (worker counts) by default."""
+    "colour": optional, "unit": optional, "band": optional [(x, low, high), ...] shaded}]. x on a
+    log2 axis (worker counts) by default."""
     pts = [(x, y) for s in series for x, y in s["points"] if y is not None]
     legend_w = 300
     left, right, top, bottom = 62, legend_w + 14, 34, 46
@@ -121,6 +122,15 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
     out.append(f'<clipPath id="{clip}"><rect x="{left}" y="{top - 6}" width="{pw}" '
                f'height="{ph + 12}"/></clipPath>')
     dash = {"solid": "", "dashed": ' stroke-dasharray="7 4"', "dotted": ' stroke-dasharray="2 3"'}
+    for i, s in enumerate(series):       # uncertainty bands under every line
+        band = [(x, lo, hi) for x, lo, hi in s.get("band", ()) if lo is not None and hi is not None]
+        if len(band) >= 2:
+            c = s.get("colour") or colour(i)
+            edge = [f"{X(x):.1f},{Y(min(hi, y1)):.1f}" for x, _, hi in band] + [
+                f"{X(x):.1f},{Y(max(lo, y0)):.1f}" for x, lo, _ in reversed(band)]
+            out.append(f'<polygon points="{" ".join(edge)}" fill="{c}" fill-opacity="0.13" '
+                       f'stroke="none" clip-path="url(#{clip})"><title>{esc(s["name"])}: '
+                       f'calibration band</title></polygon>')
     ly = top + 4
     for i, s in enumerate(series):
         c = s.get("colour") or colour(i)

@@ -20,10 +20,23 @@ def _series_by_scheduler(results, key):
     names = list(dict.fromkeys(r["scheduler"] for r in results if r["scheduler"] != "serial"))
     out = []
     for n in names:
-        pts = [(r["workers"], r.get(key)) for r in results
-               if r["scheduler"] == n and "error" not in r]
-        out.append({"name": n, "points": sorted(pts)})
+        rs = [r for r in results if r["scheduler"] == n and "error" not in r]
+        series = {"name": n, "points": sorted((r["workers"], r.get(key)) for r in rs)}
+        if key == "speedup" and all(r.get("speedup_band") for r in rs) and rs:
+            series["band"] = sorted((r["workers"], *r["speedup_band"]) for r in rs)
+        out.append(series)
     return out
+
+
+def profile_text(prof: dict) -> str:
+    """What a prediction is for: the machine profile, its cores, the replica's durability."""
+    cores = f"{prof['cores']} cores" if prof.get("cores") else "a core per worker (no CPU limit)"
+    band = prof.get("band") or ()
+    return (f"Machine profile `{prof['name']}`: {prof.get('machine') or 'no measured machine'}; "
+            f"{cores}; {prof.get('durability', 'durable')} replica; "
+            + (f"shaded band: measured / predicted {band[0]:.2f}-{band[1]:.2f} (10th-90th "
+               f"percentile) on its calibration. " if band else "no calibration band. ")
+            + f"Provenance: {prof['provenance']}.")
 
 
 def figures(report: Report) -> dict[str, tuple[str, str]]:
@@ -124,9 +137,9 @@ def figures(report: Report) -> dict[str, tuple[str, str]]:
                 series.setdefault(f"{r['scheduler']} / {r['profile']}", []).append(
                     (r["workers"], r["speedup"]))
             figs["whatif_durability"] = (
-                "What if durability were different: each profile's speedup over serial replay "
-                "under the same profile (ideal: no sync; durable: one sync per group commit; "
-                "relaxed: a cheap group write).",
+                "What if durability were different: the same machine with a durable replica "
+                "(sync_binlog=1, innodb_flush_log_at_trx_commit=1) and a relaxed one (0 / 2), "
+                "each speedup over the serial replay under the same settings.",
                 line_chart([{"name": n, "points": sorted(p), "style": "solid"}
                             for n, p in series.items()],
                            title="Durability profile", xlabel="workers",
@@ -160,12 +173,20 @@ def _answers(d: dict) -> list[tuple[str, list[str]]]:
     out = []
     lines = []
     for name, p in rec["per_scheduler"].items():
+        band = p.get("speedup_band")
+        band_text = f", band {band[0]:.2f}-{band[1]:.2f}x" if band else ""
         if p["still_gaining"]:
             lines.append(f"`{name}`: still gains at least {thr:.0%} at every step up to "
-                         f"{p['recommended_workers']} workers ({p['speedup']:.2f}x); try more.")
+                         f"{p['recommended_workers']} workers ({p['speedup']:.2f}x{band_text}), "
+                         f"beyond the calibration band too; try more.")
+        elif p.get("band_limited"):
+            lines.append(f"`{name}`: {_workers_text(p['recommended_workers'])} "
+                         f"({p['speedup']:.2f}x{band_text}): the model gains at least {thr:.0%} "
+                         f"at every step, but the last step's gain is inside the calibration "
+                         f"band, so more workers are not shown to help.")
         else:
-            lines.append(f"`{name}`: {_workers_text(p['recommended_workers'])} ({p['speedup']:.2f}x); "
-                         f"the next step gains less than {thr:.0%}.")
+            lines.append(f"`{name}`: {_workers_text(p['recommended_workers'])} ({p['speedup']:.2f}x"
+                         f"{band_text}); the next step gains less than {thr:.0%}.")
     out.append((f"How many workers? (the smallest count past which the next step of "
                 f"{', '.join(map(str, ws))} gains less than {thr:.0%} speedup)", lines))
     lines = []
@@ -258,10 +279,13 @@ def html_page(report: Report, figs: dict, *, title: str | None = None, nav: str 
            f"<h1>{esc(title)}</h1>",
            f"<p>{t['transactions']} transactions ({'MariaDB' if t['mariadb'] else 'MySQL'} "
            f"source). {esc(src)}</p>",
-           f"<p class=\"note\">Cost profile <code>{esc(prof['name'])}</code>: {esc(prof['provenance'])}. "
+           f"<p class=\"note\">{_md_inline(profile_text(prof))} "
            f"Times are µs of simulated replica time. Worker counts: "
            f"{esc(', '.join(map(str, d['workers'])))}.</p>",
            "<h2>Answers</h2>"]
+    if d.get("mysql"):
+        out.insert(-1, f"<p class=\"note\">{esc(d['mysql']['text'])} (version from "
+                       f"{esc(d['mysql']['origin'])})</p>")
     if d.get("skipped"):
         out.insert(-1, "<p class=\"note\">Not run (the trace cannot feed them): " + "; ".join(
             f"<code>{esc(n)}</code>: {esc(why)}" for n, why in d["skipped"].items()) + "</p>")
@@ -303,8 +327,9 @@ def markdown_page(report: Report, figs: dict) -> str:
     out = [f"# commitsched report: {t['path']}", "",
            f"{t['transactions']} transactions ({'MariaDB' if t['mariadb'] else 'MySQL'} source). "
            + ", ".join(f"{k}: {v}" for k, v in t["source"].items()), "",
-           f"Cost profile `{prof['name']}`: {prof['provenance']}. Times are µs of simulated "
-           f"replica time.", ""]
+           f"{profile_text(prof)} Times are µs of simulated replica time.", ""]
+    if d.get("mysql"):
+        out += [f"{d['mysql']['text']} (version from {d['mysql']['origin']})", ""]
     if d.get("skipped"):
         out += ["Not run (the trace cannot feed them): " + "; ".join(
             f"`{n}`: {why}" for n, why in d["skipped"].items()), ""]

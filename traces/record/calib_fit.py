@@ -36,6 +36,7 @@ import csv
 import json
 import os
 import statistics
+import sys
 
 
 CPU_MIN = 0.75   # a run is disturbed when the host gave less than this share of its CPUs
@@ -77,7 +78,49 @@ def _med(xs):
     return statistics.median(xs) if xs else None
 
 
-def fit(folder: str) -> dict:
+def mean_events(folder: str) -> float:
+    """Mean binlog events per transaction of the folder's trace (`profiles.txn_events`: the
+    traces measured before the importer counted events get its estimate, which cancels out:
+    the per-event terms below are the measured per-transaction ones divided by it)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from record import _import_importers
+    _import_importers()
+    from commitsched.profiles import txn_events
+    from commitsched.trace import iter_trace
+    _, txns = iter_trace(os.path.join(folder, "trace.jsonl.gz"))
+    counts = [txn_events(t) for t in txns]
+    return sum(counts) / len(counts)
+
+
+REPLICA16_FIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "calibration", "replica16", "fit.json")
+
+
+def replica16_transfer(path: str = REPLICA16_FIT) -> dict | None:
+    """What a 2-core fit takes from the 16-core one (`traces/record/fidelity.py fit`): how the
+    driver's per-event time and the parallel-mode CPU per event grow per extra thread, as ratios
+    to their one-thread values, and the wake-up latency. None before replica16 is fitted."""
+    try:
+        with open(path) as f:
+            r16 = json.load(f)
+    except FileNotFoundError:
+        return None
+    p, growth = r16["profile"], r16["cpu_growth"]
+    return {"source": "replica16",
+            "dispatch_thread_ratio": (p["dispatch_thread"] / p["dispatch_event"]
+                                      if p["dispatch_event"] else 0.0),
+            # the counters' slope per extra thread relative to their intercept, the parallel-mode
+            # CPU per event at one thread (what a 2-core 1-thread run measures)
+            "coordination_thread_ratio": (growth["coordination_thread"]
+                                          / growth["coordination_event"]),
+            "wakeup": p["wakeup"]}
+
+
+def fit(folder: str, transfer: dict | None = None) -> dict:
+    """The folder's machine profile (durable, and the same machine relaxed). `transfer`: the
+    apply-pipeline terms no run of this machine measures, taken from another machine's fit
+    (`replica16`): how the driver's and the workers' per-event costs grow per extra thread,
+    as ratios to their one-thread values, and the wake-up latency."""
     runs, meta = load_runs(folder), load_meta(folder)
     n = meta["trace"]["transactions"]
     med_t = {s: _med([r["apply_s"] for r in _serial(runs, s)])
@@ -88,7 +131,7 @@ def fit(folder: str) -> dict:
     missing = [s for s, v in med_t.items() if v is None]
     if missing:
         raise SystemExit(f"calibrate fit: no serial runs for {', '.join(missing)} in {folder}")
-    drivers, workers_1, one_thread_cpu = [], [], []
+    drivers, workers_1, one_thread_cpu, one_thread_idle = [], [], [], []
     for r in runs:
         if r["threads"] == 1:
             one_thread_cpu.append(float(r["replica_cpu_s"]))
@@ -96,6 +139,8 @@ def fit(folder: str) -> dict:
             if len(cpu) >= 2:
                 workers_1.append(cpu[0])
                 drivers.append(cpu[1])
+                # the one worker's time off its core: waiting for its events to be handed over
+                one_thread_idle.append(max(0.0, r["apply_s"] - cpu[0]))
 
     def sql_thread_cpu(sync):
         """CPU seconds of the serial SQL thread (the one thread START SLAVE SQL_THREAD makes)."""
@@ -153,20 +198,58 @@ def fit(folder: str) -> dict:
         "cpu_avail_median": _med(avail) if avail else None,
         "non_additivity_us": commit_dur - redo_alone,
     }
-    common = dict(exec_default=round(exec_cost, 3), dispatch=round(dispatch, 3), retry=0.0,
-                  cores=cores, coordination=round(coordination, 3),
-                  commit_serial=round(commit_serial, 3))
-    how = ("fitted by traces/record/calibrate.py fit from the serial applies and server "
-           "counters only (docs/calibration.md); " + src)
+    # The driver's and the worker's per-transaction costs, per binlog event, so that the
+    # transferred thread growth applies per event as on the machine it was fitted on.
+    events = mean_events(folder)
+    transfer = transfer or {}
+    d_event = dispatch / events
+    c_event = coordination / events
+    handoff = (_med(one_thread_idle) / n * us / events) if one_thread_idle else 0.0
+    common = dict(exec_default=round(exec_cost, 3), dispatch=0.0, retry=0.0,
+                  cores=cores, coordination=0.0, commit_serial=round(commit_serial, 3),
+                  dispatch_event=round(d_event, 4), coordination_event=round(c_event, 4),
+                  dispatch_thread=round(d_event * transfer.get("dispatch_thread_ratio", 0.0), 4),
+                  coordination_thread=round(c_event * transfer.get("coordination_thread_ratio", 0.0), 4),
+                  wakeup=round(transfer.get("wakeup", 0.0), 3),
+                  handoff_event=round(handoff, 4),
+                  machine=f"{meta['host']['cpus']}-core shared VM of this project "
+                          f"({os.path.basename(os.path.normpath(folder))})")
+    fitted_from = {
+        "exec_default": "relaxed serial apply / N - dispatch",
+        "dispatch_event": f"1-thread run: driver thread CPU / N / {events:.2f} events",
+        "coordination_event": f"1-thread run: worker CPU / N - exec, / {events:.2f} events",
+        "commit_serial": "(relaxed serial - no_binlog serial) / N",
+        "handoff_event": f"1-thread run: (apply time - worker CPU) / N / {events:.2f} events",
+        "sync": "(binlog_sync serial - relaxed serial) / binlog group commits",
+        "commit_default": "(durable serial - binlog_sync serial) / N",
+        "sync_cpu": "serial SQL thread CPU, binlog_sync - relaxed, per group",
+        "commit_cpu": "serial SQL thread CPU, durable - binlog_sync, per N",
+        "background_cpu": "serial process CPU - SQL thread CPU, per N",
+        "cores": "median free cores before each apply (cpu_avail)",
+    }
+    if transfer:
+        src_t = transfer.get("source", "another machine")
+        fitted_from.update(
+            dispatch_thread=f"dispatch_event x {transfer.get('dispatch_thread_ratio', 0):.4f}, "
+                            f"the ratio fitted on {src_t}",
+            coordination_thread=f"coordination_event x "
+                                f"{transfer.get('coordination_thread_ratio', 0):.4f}, the ratio "
+                                f"of {src_t}'s CPU counters",
+            wakeup=f"fitted on {src_t}")
+    common["fitted_from"] = fitted_from
+    how = ("fitted by traces/record/calibrate.py fit from the serial applies, the fit-only "
+           "runs and server counters only (docs/calibration.md)"
+           + ("; thread growth and wake-up latency transferred from "
+              + transfer.get("source", "another machine") if transfer else "") + "; " + src)
     profiles = [
         dict(name="durable-mariadb", commit_default=round(commit_dur, 3),
              sync=round(sync_bin, 3), sync_cpu=round(sync_cpu, 3),
-             commit_cpu=round(commit_cpu, 3), commit_grouped=True,
+             commit_cpu=round(commit_cpu, 3), commit_grouped=True, shared_disk=True,
              background_cpu=round(background["durable"], 3), **common,
              provenance=how + f"; sync_binlog=1, innodb_flush_log_at_trx_commit=1: sync = binlog "
                               f"fsync per group, commit = InnoDB prepare sync per transaction; "
                               f"retry cost not fitted (0: the re-execution is charged)"),
-        dict(name="relaxed-mariadb", commit_default=0.0, sync=0.0,
+        dict(name="relaxed-mariadb", commit_default=0.0, sync=0.0, durability="relaxed",
              background_cpu=round(background["relaxed"], 3), **common,
              provenance=how + "; sync_binlog=0, innodb_flush_log_at_trx_commit=2: no sync; the "
                               "binlog write is part of exec; retry cost not fitted"),
@@ -190,7 +273,7 @@ def merge_profiles(path: str, profiles: list[dict]) -> None:
 
 
 def cmd_fit(a) -> int:
-    result = fit(a.out)
+    result = fit(a.out, replica16_transfer())
     with open(os.path.join(a.out, "fit.json"), "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")

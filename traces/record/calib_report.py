@@ -47,8 +47,9 @@ def predict(trace, profile, mode: str, workers: int, parallel_profile=None) -> d
     prof = parallel_profile or profile
     groups = len({r.commit for r in runs})      # one sync ends each commit group
     flushes = len({r.ready for r in runs}) if prof.commit_grouped else len(runs)
-    cpu = (sum(r.exec for r in runs)
-           + len(runs) * (prof.dispatch + prof.background_cpu + prof.commit_serial)
+    cpu = (sum(r.exec + prof.dispatch_cost(r.txn, workers) + prof.member_cost(r.txn)
+               + prof.contention_cpu(r.txn, workers) for r in runs)
+           + len(runs) * prof.background_cpu
            + groups * prof.sync_cpu + flushes * prof.commit_cpu)
     return {"makespan_s": ms / 1e6, "speedup": serial_ms / ms, "groups": groups,
             "retries": sum(r.retries for r in runs), "cpu_s": cpu / 1e6}

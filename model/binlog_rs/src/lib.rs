@@ -194,7 +194,10 @@ impl EventReader {
             Err(e) => return Err(bad(pos, format!("cannot decode event type {}: {}", raw, e))),
         };
         Ok(match data {
-            Some(EventData::FormatDescriptionEvent(_)) => (K_START, pos, end, ts).into_py(py),
+            Some(EventData::FormatDescriptionEvent(f)) => {
+                let v = f.server_version().trim_end_matches('\0').to_string();
+                (K_START, pos, end, ts, v).into_py(py)
+            }
             Some(EventData::GtidEvent(g)) | Some(EventData::AnonymousGtidEvent(mysql_common::binlog::events::AnonymousGtidEvent(g))) => {
                 let gtid: Option<String> = if raw == EventType::ANONYMOUS_GTID_EVENT as u8 {
                     None

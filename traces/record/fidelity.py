@@ -1,0 +1,428 @@
+"""How well the machine profiles predict real replicas: predicted against measured speedups, with
+the trivial baselines and one ablation row per apply-pipeline mechanism beside the model.
+
+    python traces/record/fidelity.py report            # the tables (make fidelity, ~2 min)
+    python traces/record/fidelity.py fit [--quick]     # refit replica16 (+ its cross-validation
+                                                       # folds) and the 2-core profiles, then report
+
+Two machines:
+- `replica16` (traces/calibration/replica16/, from shared/replica16): a training set: the profile
+  is fitted on every run there. Its honest check is the cross-validation column: the pipeline
+  terms fitted on one workload predict the other (whose serial apply rate is given, since one
+  workload cannot separate the per-transaction and per-event execution costs).
+- the project's 2-core VM (traces/calibration/oltp_*): the profile is fitted from the serial and
+  fit-only runs of each folder, the thread growth and wake-up latency transferred from
+  replica16; none of the predicted configurations is used.
+
+Error of a prediction = predicted / measured median speedup - 1. Baselines: `constant`, the
+median measured speedup of the machine's parallel configurations (per durability on the 2-core
+VM; a guess that needs the answers); `previous`, the profiles this project shipped before this model (durable-mariadb, with
+the machine's cores).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+from dataclasses import fields, replace
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import calib_fit  # noqa: E402
+import calib_report  # noqa: E402
+import fit_machine as fm  # noqa: E402
+import replica16 as r16  # noqa: E402
+from commitsched.profiles import FITTED_PATH, Profile, load_fitted  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(HERE))
+CAL = os.path.join(REPO, "traces", "calibration")
+TWO_CORE = ("oltp_read_write_t64", "oltp_update_index_t48")
+R16_FIT = os.path.join(r16.FOLDER, "fit.json")
+PREVIOUS = os.path.join(CAL, "previous_profiles.json")
+OUT_MD = os.path.join(CAL, "fidelity.md")
+DOC = os.path.join(REPO, "docs", "calibration.md")
+BEGIN, END = "<!-- fidelity tables: begin (make fidelity) -->", "<!-- fidelity tables: end -->"
+
+# One row per mechanism: the model with that mechanism's terms at zero (the execution cost
+# solved again so the serial replay still matches), nothing refitted.
+ABLATIONS = {
+    "driver per event": dict(dispatch_event=0.0, dispatch_thread=0.0),
+    "driver contention per thread": dict(dispatch_thread=0.0),
+    "wake-up latency": dict(wakeup=0.0),
+    "leader's work per byte": dict(commit_byte=0.0),
+    "CPU growth with threads": dict(coordination_thread=0.0),
+    "parallel-mode CPU (all)": dict(coordination=0.0, coordination_event=0.0,
+                                    coordination_thread=0.0),
+    "one disk for both logs": dict(shared_disk=False),
+    "worker hand-off wait per event": dict(handoff_event=0.0),
+    "cores as a limit": dict(cores=None),
+}
+
+
+def profile_from_dict(d: dict) -> Profile:
+    names = {f.name for f in fields(Profile)}
+    kw = {k: v for k, v in d.items() if k in names}
+    if "band" in kw:
+        kw["band"] = tuple(kw["band"])
+    return Profile(**kw)
+
+
+def _err(pred: float, meas: float) -> float:
+    return pred / meas - 1.0
+
+
+def summary(rows: list[dict], key: str) -> dict:
+    """Median |error| and the share inside the measured [min, max] of the predictions `key`."""
+    errs = [abs(_err(r[key], r["median"])) for r in rows if r.get(key) is not None]
+    inside = [r["min"] - 1e-9 <= r[key] <= r["max"] + 1e-9 for r in rows if r.get(key) is not None]
+    if not errs:
+        return {"median_abs_error": None, "inside": None, "n": 0}
+    return {"median_abs_error": statistics.median(errs), "inside": sum(inside) / len(inside),
+            "n": len(errs)}
+
+
+def best_w_check(rows: list[dict], key: str, group=("workload", "mode")) -> list[dict]:
+    """Per workload x mode: the thread count the model would pick (its best predicted speedup)
+    and whether its measured speedup is within 10% of the measured best."""
+    out = []
+    for g in sorted({tuple(r[k] for k in group) for r in rows}):
+        sub = [r for r in rows if tuple(r[k] for k in group) == g]
+        pick = max(sub, key=lambda r: (round(r[key], 6), -r["threads"]))
+        best = max(r["median"] for r in sub)
+        out.append({"group": g, "picked": pick["threads"], "measured_at_pick": pick["median"],
+                    "measured_best": best, "ok": pick["median"] >= 0.9 * best})
+    return out
+
+
+# ---------------------------------------------------------------- replica16
+
+def replica16_rows(fit_json: dict, full: bool = True, ablations: bool = True,
+                   progress=print) -> list[dict]:
+    meas = r16.measured()
+    ser = r16.serial_seconds()
+    limit = None if full else 2000
+    workloads = {w: fm.Workload(w, r16.trace_path(w), ser[w], limit=limit) for w in r16.WORKLOADS}
+    model = profile_from_dict(fit_json["profile"])
+    folds = {w: profile_from_dict(p) for w, p in fit_json.get("cv", {}).items()}
+    previous = _previous_profile(cores=16)
+    parallel = [m["median"] for m in meas.values()]
+    constant = statistics.median(parallel)
+    rows = []
+    for (w, mode, n), m in sorted(meas.items()):
+        progress(f"  replica16 {w} {mode} W={n}")
+        wl = workloads[w]
+        row = {"machine": "replica16", "workload": w, "mode": mode, "threads": n,
+               "median": m["median"], "min": m["min"], "max": m["max"], "rounds": len(m["speedups"]),
+               "model": fm.predict(wl, model, mode, n), "constant": constant,
+               "previous": fm.predict(wl, previous, mode, n)}
+        if folds:
+            # the fold fitted on the other workload, its execution cost from this one's serial rate
+            other = [f for held, f in folds.items() if held == w]
+            if other:
+                row["cv"] = fm.predict(wl, fm.with_exec(other[0], [wl]), mode, n)
+        if ablations:
+            for name, off in ABLATIONS.items():
+                prof = fm.with_exec(replace(model, **off), list(workloads.values()))
+                row["without " + name] = fm.predict(wl, prof, mode, n) if prof else None
+        rows.append(row)
+    return rows
+
+
+def _previous_profile(cores: int | None) -> Profile:
+    with open(PREVIOUS) as f:
+        p = profile_from_dict(json.load(f)["profiles"][0])
+    return replace(p, cores=cores) if cores else p
+
+
+# ---------------------------------------------------------------- the 2-core VM
+
+def two_core_rows(progress=print, ablations: bool = True) -> list[dict]:
+    rows = []
+    prev = {}
+    with open(PREVIOUS) as f:
+        for p in json.load(f)["profiles"]:
+            prev[p["name"]] = profile_from_dict(p)
+    all_meas: dict[str, list] = {}
+    per_folder = {}
+    for name in TWO_CORE:
+        folder = os.path.join(CAL, name)
+        meas = calib_report.measured(calib_fit.load_runs(folder))
+        per_folder[name] = meas
+        for (sync, mode, n), m in meas.items():
+            if n > 0 and m["speedup"]:
+                all_meas.setdefault(sync, []).append(statistics.median(m["speedup"]))
+    # one constant per durability: the stronger baseline (durable and relaxed differ by 2x)
+    constant = {sync: statistics.median(v) for sync, v in all_meas.items()}
+    for name in TWO_CORE:
+        folder = os.path.join(CAL, name)
+        with open(os.path.join(folder, "fit.json")) as f:
+            fitted = {p["name"]: profile_from_dict(p) for p in json.load(f)["profiles"]}
+        _, _, _, load_trace = calib_report._model()
+        trace = load_trace(os.path.join(folder, "trace.jsonl.gz"))
+        for (sync, mode, n), m in sorted(per_folder[name].items()):
+            if n == 0 or not m["speedup"]:
+                continue
+            progress(f"  2-core {name} {sync} {mode} W={n}")
+            sp = m["speedup"]
+            model = fitted["durable-mariadb"].with_durability(sync)
+            row = {"machine": "2-core", "workload": name, "sync": sync, "mode": mode,
+                   "threads": n, "median": statistics.median(sp), "min": min(sp),
+                   "max": max(sp), "rounds": len(sp),
+                   "model": calib_report.predict(trace, model, mode, n)["speedup"],
+                   "constant": constant[sync],
+                   "previous": calib_report.predict(trace, prev[f"{sync}-mariadb"], mode,
+                                                    n)["speedup"]}
+            if ablations:       # nothing refitted: the same profile with the terms at zero
+                for what, off in ABLATIONS.items():
+                    row["without " + what] = calib_report.predict(
+                        trace, replace(model, **off), mode, n)["speedup"]
+            rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------- tables
+
+def _cell(r: dict, key: str) -> str:
+    v = r.get(key)
+    if v is None:
+        return "-"
+    inside = r["min"] - 1e-9 <= v <= r["max"] + 1e-9
+    return f"{v:.2f} ({100 * _err(v, r['median']):+.0f}%{'' if inside else ' out'})"
+
+
+TERM_ROWS = ("exec_default", "exec_event", "dispatch", "dispatch_event", "dispatch_thread",
+             "commit_serial", "commit_byte", "wakeup", "coordination", "coordination_event",
+             "coordination_thread", "sync", "sync_cpu", "commit_default", "commit_cpu",
+             "background_cpu", "handoff_event", "shared_disk", "commit_grouped", "cores")
+
+
+def terms_table(profiles: list[Profile]) -> str:
+    """Each machine profile's terms (µs) and what each was fitted from."""
+    out = ["| term | " + " | ".join(f"`{p.name}`" for p in profiles) + " |",
+           "|---|" + "---|" * len(profiles)]
+    for t in TERM_ROWS:
+        cells = []
+        for p in profiles:
+            v = getattr(p, t)
+            how = p.fitted_from.get(t)
+            text = "-" if v in (None, 0, 0.0) else (f"{v:.4g}" if isinstance(v, float) else str(v))
+            cells.append(text + (f" ({how})" if how and text != "-" else ""))
+        out.append(f"| `{t}` | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def markdown(r16_rows: list[dict], two_rows: list[dict]) -> str:
+    out = ["# Fidelity: predicted against measured speedups", "",
+           "Generated by `make fidelity` (traces/record/fidelity.py); every figure below is "
+           "computed from the stored measurements, none typed. Cell: predicted speedup "
+           "(error against the measured median; `out`: outside the measured min-max).", ""]
+    stored = {p.name: p for p in load_fitted()}
+    shown = [stored[n] for n in ("replica16", "durable-mariadb") if n in stored]
+    if shown:
+        out += ["## The machine profiles", "", terms_table(shown), ""]
+    cols = [("model", "model"), ("cv", "model, other workload's fit (CV)"),
+            ("constant", "baseline: constant"), ("previous", "baseline: previous model")]
+    out += ["## replica16: a real MariaDB 10.11 replica on 16 cores (training set)", "",
+            "| workload | mode | W | measured median [min, max] | "
+            + " | ".join(c[1] for c in cols) + " |",
+            "|---|---|---|---|" + "---|" * len(cols)]
+    for r in r16_rows:
+        out.append(f"| {r['workload']} | {r['mode']} | {r['threads']} | {r['median']:.2f} "
+                   f"[{r['min']:.2f}, {r['max']:.2f}] | "
+                   + " | ".join(_cell(r, k) for k, _ in cols) + " |")
+    out += ["", _summary_table(r16_rows, [(k, t) for k, t in cols]
+                               + [("without " + a, "model without " + a) for a in ABLATIONS]),
+            "", _best_w_lines(r16_rows, ("workload", "mode"))]
+    cols2 = [("model", "model"), ("constant", "baseline: constant"),
+             ("previous", "baseline: previous model")]
+    out += ["", "## The project's 2-core VM (predicted configurations never used in the fit)", "",
+            "| workload | sync | mode | W | measured median [min, max] | "
+            + " | ".join(c[1] for c in cols2) + " |",
+            "|---|---|---|---|---|" + "---|" * len(cols2)]
+    for r in two_rows:
+        out.append(f"| {r['workload']} | {r['sync']} | {r['mode']} | {r['threads']} | "
+                   f"{r['median']:.2f} [{r['min']:.2f}, {r['max']:.2f}] | "
+                   + " | ".join(_cell(r, k) for k, _ in cols2) + " |")
+    out += ["", _summary_table(two_rows, cols2 + [("without " + a, "model without " + a)
+                                                  for a in ABLATIONS]),
+            "", _summary_table([r for r in two_rows if r["sync"] == "durable"], cols2,
+                               title="durable only"),
+            "", _summary_table([r for r in two_rows if r["sync"] == "relaxed"], cols2,
+                               title="relaxed only"),
+            "", _best_w_lines(two_rows, ("workload", "sync", "mode"))]
+    return "\n".join(out) + "\n"
+
+
+def _summary_table(rows, cols, title="all configurations") -> str:
+    lines = [f"| {title} | median abs error | inside measured min-max | n |", "|---|---|---|---|"]
+    for key, label in cols:
+        s = summary(rows, key)
+        if s["n"]:
+            lines.append(f"| {label} | {100 * s['median_abs_error']:.0f}% | "
+                         f"{100 * s['inside']:.0f}% | {s['n']} |")
+    return "\n".join(lines)
+
+
+def _best_w_lines(rows, group) -> str:
+    checks = best_w_check(rows, "model", group)
+    ok = sum(c["ok"] for c in checks)
+    lines = [f"Best thread count (the model's pick has a measured speedup within 10% of the "
+             f"measured best): {ok} of {len(checks)}", ""]
+    for c in checks:
+        lines.append(f"- {' / '.join(str(x) for x in c['group'])}: picks W={c['picked']}, "
+                     f"measured {c['measured_at_pick']:.2f} there, best measured "
+                     f"{c['measured_best']:.2f} ({'ok' if c['ok'] else 'NOT within 10%'})")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- fitting
+
+def fit_replica16(maxiter: int, limit: int | None, progress=print) -> dict:
+    """The replica16 profile: CPU growth from the counters, the pipeline terms from the timings
+    (both workloads), and one fold per workload for the cross-validation."""
+    meas = r16.measured()
+    ser = r16.serial_seconds()
+    wls = [fm.Workload(w, r16.trace_path(w), ser[w], limit=limit) for w in r16.WORKLOADS]
+    growth = r16.cpu_growth({w.name: w.mean_events for w in wls})
+    base = Profile("replica16", exec_default=0.0, commit_default=0.0, sync=0.0, dispatch=0.0,
+                   retry=0.0, provenance="", cores=16, commit_grouped=True, shared_disk=True,
+                   coordination_thread=round(growth["coordination_thread"], 4),
+                   machine=r16.MACHINE)
+    configs = sorted(meas)
+    progress("replica16: both workloads")
+    prof, loss = fm.fit(base, wls, meas, configs, maxiter=maxiter, progress=progress)
+    cv = {}
+    for held in wls:
+        train = [w for w in wls if w is not held]
+        progress(f"replica16: fold fitted on {train[0].name}, predicting {held.name}")
+        fold, _ = fm.fit(base, train, meas, [c for c in configs if c[0] == train[0].name],
+                         maxiter=maxiter, progress=progress, start=fm.COLD)
+        cv[held.name] = fold
+    return {"profile": prof, "loss": loss, "cv": cv, "cpu_growth": growth,
+            "configs": len(configs), "fit_transactions": limit or "all"}
+
+
+def _band(rows: list[dict], key: str) -> tuple:
+    """The 10th and 90th percentile of measured / predicted over `rows`."""
+    ratios = sorted(r["median"] / r[key] for r in rows if r.get(key))
+    if not ratios:
+        return ()
+    q = statistics.quantiles(ratios, n=10, method="inclusive")
+    return (round(q[0], 3), round(q[-1], 3))
+
+
+def _profile_json(p: Profile, **extra) -> dict:
+    d = {f.name: getattr(p, f.name) for f in fields(Profile)}
+    for k, v in list(d.items()):
+        if isinstance(v, float):
+            d[k] = round(v, 4)
+    d["band"] = list(p.band)
+    d.update(extra)
+    return d
+
+
+def cmd_fit(a) -> int:
+    limit = 2000 if a.quick else None
+    res = fit_replica16(a.maxiter, 2000 if a.fit_subset else limit)
+    prof = res["profile"]
+    fitted_from = {t: "replica16 timings, both workloads, every configuration (training set)"
+                   for t in fm.TERMS}
+    fitted_from.update(
+        exec_default="the serial applies of both workloads (per transaction)",
+        exec_event="the serial applies of both workloads (per event)",
+        coordination_thread="replica16 CPU counters (cpu_busy_cores x seconds): slope of the "
+                            "parallel-mode CPU per event against the thread count",
+        cores="the machine's CPU count", band="cross-validation residuals (10th-90th pct)")
+    prof = replace(prof, fitted_from=fitted_from, machine=r16.MACHINE,
+                   provenance=("fitted by traces/record/fidelity.py fit on every run of "
+                               "shared/replica16 (MariaDB 10.11.19, 16 cores, 2 sysbench "
+                               "workloads, 6 rounds x 9 configurations, durable); CPU growth from "
+                               "its CPU counters; docs/calibration.md"))
+    fit_json = {"profile": _profile_json(prof), "cv": {w: _profile_json(p)
+                                                        for w, p in res["cv"].items()},
+                "loss_mean_abs_log_error": res["loss"], "cpu_growth": res["cpu_growth"],
+                "fit_transactions": res["fit_transactions"]}
+    rows = replica16_rows(fit_json, full=not a.quick, ablations=False)
+    prof = replace(prof, band=_band(rows, "cv"))
+    fit_json["profile"] = _profile_json(prof)
+    _write_json(R16_FIT, fit_json)
+    transfer = calib_fit.replica16_transfer(R16_FIT)
+    stored = [_profile_json(prof)]
+    for name in TWO_CORE:
+        folder = os.path.join(CAL, name)
+        result = calib_fit.fit(folder, transfer)
+        _write_json(os.path.join(folder, "fit.json"), result)
+        if name == TWO_CORE[0]:
+            stored += result["profiles"]
+    two = two_core_rows(progress=lambda s: None, ablations=False)
+    band2 = _band(two, "model")
+    for p in stored[1:]:
+        p["band"] = list(band2)
+        p["fitted_from"] = dict(p.get("fitted_from", {}), band="residuals of the 2-core "
+                                "predictions (10th-90th pct; fitted without them)")
+    for p in stored:
+        calib_fit.merge_profiles(FITTED_PATH, [p])
+    return cmd_report(a)
+
+
+def _write_json(path: str, obj) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def cmd_report(a) -> int:
+    with open(R16_FIT) as f:
+        fit_json = json.load(f)
+    quiet = (lambda s: None) if not sys.stderr.isatty() else (lambda s: print(s, file=sys.stderr))
+    r16_rows = replica16_rows(fit_json, full=not a.quick, progress=quiet)
+    two_rows = two_core_rows(progress=quiet)
+    md = markdown(r16_rows, two_rows)
+    with open(OUT_MD + ".tmp", "w") as f:
+        f.write(md)
+    os.replace(OUT_MD + ".tmp", OUT_MD)
+    if not a.quick:
+        update_doc(DOC, md)
+    sys.stdout.write(md)
+    return 0
+
+
+def update_doc(path: str, md: str) -> None:
+    """Put the tables into the doc between its fidelity markers (the doc's prose stays)."""
+    with open(path) as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        return
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    body = md.split("\n", 2)[2]          # without the page title
+    body = body.replace("\n## ", "\n### ")
+    with open(path + ".tmp", "w") as f:
+        f.write(head + BEGIN + "\n" + body + END + tail)
+    os.replace(path + ".tmp", path)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("report", "fit"):
+        p = sub.add_parser(name)
+        p.add_argument("--quick", action="store_true",
+                       help="the first 2,000 transactions of each replica16 trace only")
+        if name == "fit":
+            p.add_argument("--maxiter", type=int, default=250)
+            p.add_argument("--fit-subset", action="store_true", default=True,
+                           help="search on 2,000 transactions per workload, report on all")
+    a = ap.parse_args(argv)
+    return cmd_fit(a) if a.cmd == "fit" else cmd_report(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The 16-core measurements (`traces/calibration/replica16/`, copied from shared/replica16): a real
+MariaDB 10.11 replica applying two recorded sysbench workloads, serial and conservative /
+optimistic at 2-16 threads, 6 rounds, durable (sync_binlog=1, innodb_flush_log_at_trx_commit=1).
+
+`measured()` gives per configuration the speedups against the same round's serial apply;
+`traces()` the imported binlogs (imported with `commitsched import primary-bin.NNNNNN
+--schema sbtest_schema.sql`, which fills each transaction's events, bytes and rows).
+"""
+from __future__ import annotations
+
+import csv
+import os
+import statistics
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FOLDER = os.path.join(os.path.dirname(HERE), "calibration", "replica16")
+WORKLOADS = ("oltp_rw_64", "update_index_48")
+MACHINE = ("replica16: 16-core Intel Xeon KVM guest (125 GiB, local virtio disk, fdatasync "
+           "probe 0.08-0.09 ms), MariaDB 10.11.19, measured by shared/replica16")
+
+
+def load_rows(folder: str = FOLDER) -> list[dict]:
+    with open(os.path.join(folder, "timings.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        r["threads"] = int(r["threads"])
+        r["round"] = int(r["round"])
+        r["seconds"] = float(r["seconds"])
+        r["cpu_busy_cores"] = float(r["cpu_busy_cores"])
+    return rows
+
+
+def measured(folder: str = FOLDER) -> dict[tuple, dict]:
+    """(workload, mode, threads) -> {"speedups": [...], "median", "min", "max", "serial_s"}:
+    each parallel run's speedup over the serial run of the same workload and round."""
+    rows = load_rows(folder)
+    serial = {(r["workload"], r["round"]): r["seconds"] for r in rows if r["mode"] == "serial"}
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        if r["mode"] == "serial":
+            continue
+        base = serial.get((r["workload"], r["round"]))
+        if base is None:
+            continue
+        e = out.setdefault((r["workload"], r["mode"], r["threads"]), {"speedups": []})
+        e["speedups"].append(base / r["seconds"])
+    for (w, _, _), e in out.items():
+        sp = e["speedups"]
+        e.update(median=statistics.median(sp), min=min(sp), max=max(sp))
+    return out
+
+
+def serial_seconds(folder: str = FOLDER) -> dict[str, float]:
+    """The median serial apply time of each workload."""
+    rows = load_rows(folder)
+    return {w: statistics.median(r["seconds"] for r in rows
+                                 if r["workload"] == w and r["mode"] == "serial")
+            for w in WORKLOADS}
+
+
+def trace_path(workload: str, folder: str = FOLDER) -> str:
+    return os.path.join(folder, workload, "trace.jsonl.gz")
+
+
+def cpu_growth(events: dict[str, float], folder: str = FOLDER) -> dict:
+    """The worker CPU that parallel mode adds per binlog event, and how it grows with the thread
+    count, from the replica's CPU counters (never from its timings): for every parallel run,
+    (busy cores x apply time / N - the same workload's median serial CPU per transaction) /
+    events per transaction = a + b (W - 1), least squares over every run of both modes.
+    `events`: mean binlog events per transaction of each workload."""
+    import numpy as np
+    rows = load_rows(folder)
+    n = {w: sum(1 for _ in open_trace_lines(w, folder)) for w in WORKLOADS}
+    serial_cpu = {w: statistics.median(r["cpu_busy_cores"] * r["seconds"] / n[w] * 1e6
+                                       for r in rows if r["workload"] == w and r["mode"] == "serial")
+                  for w in WORKLOADS}
+    xs, ys = [], []
+    for r in rows:
+        if r["mode"] == "serial":
+            continue
+        w = r["workload"]
+        extra = r["cpu_busy_cores"] * r["seconds"] / n[w] * 1e6 - serial_cpu[w]
+        xs.append([1.0, r["threads"] - 1])
+        ys.append(extra / events[w])
+    (a, b), *_ = np.linalg.lstsq(np.array(xs), np.array(ys), rcond=None)
+    resid = np.array(ys) - np.array(xs) @ np.array([a, b])
+    return {"coordination_event": float(a), "coordination_thread": float(b),
+            "serial_cpu_us_per_txn": serial_cpu, "runs": len(ys),
+            "residual_sd_us_per_event": float(resid.std())}
+
+
+def open_trace_lines(workload: str, folder: str = FOLDER):
+    """The transaction lines of a workload's trace (the header skipped)."""
+    import gzip
+    with gzip.open(trace_path(workload, folder), "rt", encoding="utf-8") as f:
+        next(f)
+        yield from f
