@@ -136,6 +136,14 @@ def _run_forked(run: tuple) -> tuple:
     return _run_one(trace, *run, common)
 
 
+def _quiet_worker_signals() -> None:
+    """A pool worker dies quietly when the pool ends it (SIGTERM) or the user interrupts the
+    sweep (SIGINT): the parent reports, not each worker with a traceback of its own."""
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _sweep(trace, runs: list, common: tuple, jobs: int):
     """Yield (scheduler, W, outcome) in the order of `runs`, computed `jobs` at a time. Worker
     processes are forked, so they share the loaded trace instead of receiving a copy."""
@@ -146,7 +154,8 @@ def _sweep(trace, runs: list, common: tuple, jobs: int):
     global _SWEEP
     _SWEEP = (trace, common)
     try:
-        with mp.get_context("fork").Pool(min(jobs, len(runs))) as pool:
+        with mp.get_context("fork").Pool(min(jobs, len(runs)),
+                                         initializer=_quiet_worker_signals) as pool:
             outcomes = pool.imap(_run_forked, runs)
             for (sched, w, _, _), outcome in zip(runs, outcomes):
                 yield sched, w, outcome
