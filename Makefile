@@ -14,7 +14,7 @@ WORKERS ?= 1,2,4,8,16
 PROFILE ?= replica16
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
-.PHONY: setup python-deps java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
+.PHONY: setup python-deps rust java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
         score bench mutants calibrate calibrate-report fidelity fidelity-fit record clean help fuzz
 
 help:
@@ -42,14 +42,30 @@ setup: python-deps java tlc-jar graphviz
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstalled only when pyproject.toml changes (the stamp), so `make setup` is quick when done.
+# Reinstalled only when pyproject.toml or the binlog reader's sources change (the stamp), so
+# `make setup` is quick when done.
 DEPS_STAMP := $(VENV)/.deps-installed
+BINLOG_RS := $(wildcard model/binlog_rs/Cargo.toml model/binlog_rs/pyproject.toml model/binlog_rs/src/*.rs)
 python-deps: $(DEPS_STAMP)
 
-$(DEPS_STAMP): pyproject.toml | $(PY)
+$(DEPS_STAMP): pyproject.toml $(BINLOG_RS) | $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,z3,docs,fit]'
+	@# the binary binlog reader (model/binlog_rs: mysql_common via PyO3), built with maturin
+	@$(MAKE) -s rust
+	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip install -q ./model/binlog_rs
 	touch $@
+
+# Rust >= 1.70 for the binlog reader's crates (Debian 12's packaged rustc is 1.63). The machines
+# this project runs on have rustup's toolchain in ~/.cargo; without one, say so and stop.
+rust:
+	@PATH="$$HOME/.cargo/bin:$$PATH"; \
+	if cargo --version >/dev/null 2>&1 && rustc --version | awk '{split($$2,v,"."); exit !(v[1]>1 || v[2]>=70)}'; then \
+	  rustc --version; \
+	else \
+	  echo "make: Rust >= 1.70 (cargo, rustc; e.g. from rustup) is needed to build the binary binlog reader" >&2; \
+	  exit 1; \
+	fi
 
 java:
 	@command -v java >/dev/null 2>&1 || { echo "installing Java (openjdk 17)"; \
@@ -97,8 +113,11 @@ tlc: $(TLC_JAR)
 score:
 	$(CLI) score $(TRACE) --workers $(WORKERS) --profile $(PROFILE)
 
+# BINLOG=FILE [BINLOG_SCHEMA=SQL]: also time importing a binary binlog against the printer
+BINLOG ?=
+BINLOG_SCHEMA ?=
 bench:
-	$(PY) -m commitsched.bench
+	$(PY) -m commitsched.bench $(if $(BINLOG),--binlog $(BINLOG)) $(if $(BINLOG_SCHEMA),--schema $(BINLOG_SCHEMA))
 
 # The bug catalogue on every side: TLC (*_bug.cfg), hypothesis properties, trace validation, z3.
 mutants: $(TLC_JAR)

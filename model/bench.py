@@ -8,6 +8,10 @@ ratios (never asserted: the machine is shared and noisy).
    n over n/4 (O(n) per run means ~1).
 4. Memory: tracemalloc's peak while streaming the first n/20 and n/5 transactions from the
    file through a scheduler; bounded by the window means a ratio near 1, not 4.
+5. Import (with `--binlog FILE [--schema SQL]`, e.g. a recorded binary binlog): the binary
+   reader's rate against the server's own printer decoding the same file (`mariadb-binlog -vv
+   --base64-output=decode-rows`), and against printer + text importer; the two traces must be
+   identical.
 """
 from __future__ import annotations
 
@@ -27,6 +31,8 @@ from .trace import iter_trace, load_trace, write_trace
 
 WORKERS = (1, 4, 16, 64)
 TARGET_TPS = 200_000
+LOAD_TARGET_TPS = 500_000           # trace load, parse + validate into memory (issue 13)
+IMPORT_TARGET_RATIO = 10.0          # binary import rate / the printer's decode rate (issue 13)
 
 
 def _trace_path(n: int, directory: str) -> str:
@@ -63,6 +69,43 @@ def _stream_peak(path: str, count: int, scheduler: str, workers: int, profile) -
     return peak
 
 
+def _import_rows(binlog: str, schema: str | None, directory: str, log) -> dict:
+    """Time the binary reader, the printer alone and printer + text importer on one file."""
+    import shutil
+    import subprocess
+    from .importers import import_binlog
+    printer = shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog")
+    out_native = os.path.join(directory, "import-native.jsonl")
+    out_text = os.path.join(directory, "import-text.jsonl")
+    t0 = time.perf_counter()
+    stats = import_binlog([binlog], out_native, schema=schema, progress=False)
+    native_s = time.perf_counter() - t0
+    n = stats.transactions
+    row = {"file": binlog, "transactions": n, "native_seconds": round(native_s, 3),
+           "native_txn_per_s": round(n / native_s)}
+    print(f"import {os.path.basename(binlog)}: {n} transactions; binary reader {native_s:.2f} s "
+          f"= {n / native_s:,.0f} txn/s")
+    if printer is None:
+        print("  (no mariadb-binlog/mysqlbinlog installed: no printer comparison)")
+        return row
+    t0 = time.perf_counter()
+    subprocess.run([printer, "--no-defaults", "-vv", "--base64-output=decode-rows", binlog],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    printer_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    import_binlog([binlog], out_text, schema=schema, binlog_tool=printer, progress=False)
+    text_s = time.perf_counter() - t0
+    same = load_trace(out_native).txns == load_trace(out_text).txns
+    row.update(printer_seconds=round(printer_s, 3), text_import_seconds=round(text_s, 3),
+               identical=same)
+    print(f"  printer decode alone {printer_s:.2f} s = {n / printer_s:,.0f} txn/s; printer + text "
+          f"importer {text_s:.2f} s = {n / text_s:,.0f} txn/s")
+    print(f"  binary reader / printer decode = {printer_s / native_s:.2f}x (target "
+          f"{IMPORT_TARGET_RATIO:.0f}x); / printer + text importer = {text_s / native_s:.2f}x; "
+          f"traces identical: {'yes' if same else 'NO'}")
+    return row
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m commitsched.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -71,19 +114,33 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default="durable")
     ap.add_argument("--scheduler", action="append", help="default: every scheduler")
     ap.add_argument("--json", help="also write the figures to this JSON file")
+    ap.add_argument("--binlog", help="also time importing this binary binlog (section 5)")
+    ap.add_argument("--schema", help="table definitions for --binlog (mysqldump --no-data)")
+    ap.add_argument("--only-io", action="store_true",
+                    help="only the load and import figures, no scheduler runs")
     args = ap.parse_args(argv)
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
     profile = get_profile(args.profile)
+    os.makedirs(args.dir, exist_ok=True)
+    # first, while nothing else is in memory
+    imported = _import_rows(args.binlog, args.schema, args.dir, log) if args.binlog else None
     path = ensure_trace(args.transactions, args.dir, log)
     t0 = time.perf_counter()
     trace = load_trace(path)
     load_s = time.perf_counter() - t0
     n = len(trace)
     print(f"trace: {path}: {n} transactions; load (parse + validate into memory): {load_s:.2f} s "
-          f"= {n / load_s:,.0f} txn/s")
+          f"= {n / load_s:,.0f} txn/s = {n / load_s / LOAD_TARGET_TPS:.2f}x the "
+          f"{LOAD_TARGET_TPS:,} txn/s target")
+    if args.only_io:
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"transactions": n, "load_seconds": load_s, "import": imported}, fh,
+                          indent=2)
+        return 0
     print(f"profile: {profile.name}; target: {TARGET_TPS:,} simulated txn/s per run\n")
     print(f"{'scheduler':<40} {'W':>3} {'seconds':>8} {'sim txn/s':>11}  {'vs target':>9}")
     rows = []
@@ -122,7 +179,7 @@ def main(argv=None) -> int:
           f" vs {peak_mdb_large / 1e6:.1f} MB: ratio {peak_mdb_large / peak_mdb_small:.2f}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"transactions": n, "load_seconds": load_s, "runs": rows,
+            json.dump({"transactions": n, "load_seconds": load_s, "import": imported, "runs": rows,
                        "growth_w": growth_w, "growth_n": growth_n,
                        "memory_peaks": [peak_small, peak_large, peak_mdb_small, peak_mdb_large]},
                       fh, indent=2)

@@ -212,7 +212,9 @@ def cmd_validate(args) -> int:
 
 
 def cmd_score(args) -> int:
-    from .scoring import score_trace, format_table
+    from .scoring import default_jobs, score_trace, format_table
+    if args.jobs is None:
+        args.jobs = default_jobs()
     profile = _profile(args)
     bugs = _bugs(args)
     trace = TraceSource(args.trace)
@@ -223,7 +225,7 @@ def cmd_score(args) -> int:
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), progress=progress,
                           skip_unfit=not args.scheduler_given, z3_bound=args.z3_bound,
-                          z3_timeout=args.z3_timeout)
+                          z3_timeout=args.z3_timeout, jobs=args.jobs)
     progress.done()
     if mysql is not None:
         for r in results:
@@ -421,6 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="one JSON object per (scheduler, workers)")
     s.add_argument("-o", "--output", help="write to this file instead of standard output")
     s.add_argument("--quiet", action="store_true", help="no progress line")
+    s.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                   help="run the independent (scheduler, W) runs in N processes "
+                        "(default: one per usable core); the results do not depend on it")
     s.add_argument("--z3-bound", choices=["auto", "on", "off"], default="auto",
                    help=f"score against the exact optimum from z3 (checks/z3_bound.py): auto "
                         f"(default) for traces of at most {Z3_AUTO_LIMIT['in_order']} "
@@ -494,11 +499,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--quiet", action="store_true")
     g.set_defaults(func=cmd_generate)
 
-    i = sub.add_parser("import", help="import mysqlbinlog/mariadb-binlog text into a trace",
-                       description="Read `mariadb-binlog -vv --base64-output=decode-rows` or "
-                                   "`mysqlbinlog -vv --base64-output=decode-rows` output (or a "
-                                   "binary binlog, decoded with the installed tool) and write a "
-                                   "trace.")
+    i = sub.add_parser("import", help="import binary binlogs or their -vv text into a trace",
+                       description="Read binary binlog files (MySQL 8, MariaDB 10/11: read "
+                                   "directly, docs/import.md) or `mariadb-binlog`/`mysqlbinlog "
+                                   "-vv --base64-output=decode-rows` text, in order, and write "
+                                   "a trace.")
     i.add_argument("binlog", nargs="+", help="binlog text file(s) (or binary binlogs), in order")
     i.add_argument("-o", "--output", required=True)
     i.add_argument("--schema", action="append", metavar="SQL",

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+import multiprocessing as mp
+import os
 import sys
 from typing import Callable, Sequence
 
@@ -53,13 +55,14 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
                 applier_options: dict | None = None,
                 progress: Callable[[str], None] = lambda s: None,
                 skip_unfit: bool = True, z3_bound: str = "auto",
-                z3_timeout: float = 10.0) -> list[dict]:
+                z3_timeout: float = 10.0, jobs: int = 1) -> list[dict]:
     """One result per (scheduler, workers); `serial` once, with one worker. `trace` has
     `.txns()` (a fresh iterator per call) and `.count`. A scheduler the trace cannot feed (e.g.
     commit_id without commit ids) is skipped with a note on stderr when `skip_unfit`.
     `z3_bound` ("auto" | "on" | "off"): score against z3's optimum
     of the scheduler's regime instead of the heuristic bound (`bound.exact` says which), each
-    solve capped at `z3_timeout` seconds."""
+    solve capped at `z3_timeout` seconds. `jobs` > 1: the (scheduler, W) runs, independent
+    of each other, run in that many processes; the results are the same, in the same order."""
     z3_mode, z3_cap = z3_bound, z3_timeout
     z3_cache: dict = {}
     names = list(schedulers or DEFAULT_SCHEDULERS)
@@ -74,41 +77,98 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
                               f"{profile.name}, beyond what a float holds: nothing to score")
     progress("bounds")
     base_bounds = {w: heuristic_bounds(trace.txns(), profile, w) for w in sorted(set(workers))}
-    results = []
-    total = sum(1 if s.is_serial else len(workers) for s in parsed)
-    done = 0
+    # The runs, in table order; their bounds first (z3 is solved once per (W, regime)).
+    runs = []
     for sched in parsed:
         in_order = _commits_in_order(sched, applier_options)
         for w in ([1] if sched.is_serial else workers):
-            done += 1
-            progress(f"[{done}/{total}] {sched.name} W={w}")
-            metrics = RunMetrics(w)
             heur = base_bounds.get(w) or heuristic_bounds(trace.txns(), profile, w)
             if (w, in_order) not in z3_cache:
                 progress(f"z3 bound W={w} {'in_order' if in_order else 'free'}")
                 z3_cache[w, in_order] = _z3_bound(trace, profile, w, in_order, heur, z3_mode,
                                                   z3_cap)
-            bound = z3_cache[w, in_order] or bound_for(heur, in_order)
-            try:
-                blocked = run_scheduler(sched, trace.txns(), w, profile, metrics, bugs=bugs,
-                                        tracker_options=tracker_options(sched.tracker),
-                                        applier_options=applier_options)
-            except SchedulerError as e:
-                if not skip_unfit:
-                    raise
-                print(f"commitsched: skipped {sched.name}: {e}", file=sys.stderr)
-                break
-            except Deadlock as e:
-                results.append({"scheduler": sched.name, "workers": w, "profile": profile.name,
-                                "transactions": trace.count, "error": f"deadlock: {e}"})
-                continue
-            results.append(metrics.result(scheduler=sched.name, profile=profile.name,
-                                          blocked=blocked, serial_makespan=serial_makespan,
-                                          bound=bound))
+            runs.append((sched, w, z3_cache[w, in_order] or bound_for(heur, in_order),
+                         tracker_options(sched.tracker)))
+    common = (profile, bugs, applier_options, serial_makespan)
+    results = []
+    unfit: set[str] = set()
+    for i, (sched, w, outcome) in enumerate(_sweep(trace, runs, common, jobs)):
+        progress(f"[{i + 1}/{len(runs)}] {sched.name} W={w}")
+        if sched.name in unfit:
+            continue
+        kind, value = outcome
+        if kind == "unfit":
+            if not skip_unfit:
+                raise SchedulerError(value)
+            print(f"commitsched: skipped {sched.name}: {value}", file=sys.stderr)
+            unfit.add(sched.name)       # and its other W: the trace cannot feed it
+        elif kind == "deadlock":
+            results.append({"scheduler": sched.name, "workers": w, "profile": profile.name,
+                            "transactions": trace.count, "error": f"deadlock: {value}"})
+        else:
+            results.append(value)
     for r in results:
         r.update(describe_prediction(profile, r.get("speedup") if r["scheduler"] != "serial"
                                      else None))
     return results
+
+
+_SWEEP: tuple = ()     # (trace, common) for the forked workers of a parallel sweep
+
+
+def _run_one(trace, sched, w: int, bound: dict, tracker_opts: dict, common: tuple) -> tuple:
+    """One (scheduler, W) run: ("ok", result) or ("unfit" | "deadlock", what went wrong)."""
+    profile, bugs, applier_options, serial_makespan = common
+    metrics = RunMetrics(w)
+    try:
+        blocked = run_scheduler(sched, trace.txns(), w, profile, metrics, bugs=bugs,
+                                tracker_options=tracker_opts, applier_options=applier_options)
+    except SchedulerError as e:         # as text: it may come back from a worker process
+        return "unfit", str(e)
+    except Deadlock as e:
+        return "deadlock", str(e)
+    return "ok", metrics.result(scheduler=sched.name, profile=profile.name, blocked=blocked,
+                                serial_makespan=serial_makespan, bound=bound)
+
+
+def _run_forked(run: tuple) -> tuple:
+    trace, common = _SWEEP
+    return _run_one(trace, *run, common)
+
+
+def _quiet_worker_signals() -> None:
+    """A pool worker dies quietly when the pool ends it (SIGTERM) or the user interrupts the
+    sweep (SIGINT): the parent reports, not each worker with a traceback of its own."""
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _sweep(trace, runs: list, common: tuple, jobs: int):
+    """Yield (scheduler, W, outcome) in the order of `runs`, computed `jobs` at a time. Worker
+    processes are forked, so they share the loaded trace instead of receiving a copy."""
+    if jobs <= 1 or len(runs) <= 1 or "fork" not in mp.get_all_start_methods():
+        for sched, w, bound, opts in runs:
+            yield sched, w, _run_one(trace, sched, w, bound, opts, common)
+        return
+    global _SWEEP
+    _SWEEP = (trace, common)
+    try:
+        with mp.get_context("fork").Pool(min(jobs, len(runs)),
+                                         initializer=_quiet_worker_signals) as pool:
+            outcomes = pool.imap(_run_forked, runs)
+            for (sched, w, _, _), outcome in zip(runs, outcomes):
+                yield sched, w, outcome
+    finally:
+        _SWEEP = ()
+
+
+def default_jobs() -> int:
+    """Processes for a sweep: the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def describe_prediction(profile: Profile, speedup: float | None) -> dict:

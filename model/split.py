@@ -22,6 +22,7 @@ clocks. DDL, admin statements and single-row transactions are not split.
 from __future__ import annotations
 
 import bisect
+import copy
 from typing import Iterable, Sequence
 
 from .trace import Txn
@@ -153,10 +154,7 @@ def _map_lc(lc, sn_map: dict, keys: list) -> int | None:
 
 
 def _copy(t: Txn) -> Txn:
-    c = Txn.__new__(Txn)
-    for name in Txn.__slots__:
-        setattr(c, name, getattr(t, name))
-    return c
+    return copy.copy(t)          # a shallow copy (Txn is a msgspec Struct)
 
 
 def split_whatif(txns: Sequence[Txn], scheduler: str, workers: int, profile, order: Sequence[int],

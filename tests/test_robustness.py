@@ -23,7 +23,6 @@ FIX = os.path.join(ROOT, "tests", "fixtures", "binlog")
 MDB = os.path.join(FIX, "mariadb_rw_t64_wait12.txt")
 SCHEMA = os.path.join(FIX, "mariadb_tiny.schema.sql")
 HEADER = {"format": "commitsched-trace", "version": 1, "source": {}}
-LOADER = pytest.mark.xfail(strict=True, reason="trace loader: issue 13")
 
 
 def run(argv, capsys=None):
@@ -373,8 +372,7 @@ def test_fuzz_check_outputs_sees_half_written_files(tmp_path):
 
 def test_fuzz_campaign_smoke(tmp_path):
     """A few seconds of the campaign in-process: a batch of the importer and command-line
-    targets, no finding (the trace targets still find the loader's failures until issue 13;
-    the whole campaign is `make fuzz`)."""
+    targets, no finding (the whole campaign is `make fuzz`)."""
     c = fuzz.Campaign(str(tmp_path), per_run=20, seed=3)
     for fn in (c.target_import, c.target_args):
         c._batch(fn, 3)
@@ -384,7 +382,7 @@ def test_fuzz_campaign_smoke(tmp_path):
     assert s["findings"] == {"traceback": 0, "hang": 0, "half-written": 0, "other": 0}, s
 
 
-# ---------------------------------------------------------------- the trace loader (issue 13)
+# ---------------------------------------------------------------- the trace loader
 
 def _gz_corrupt(tmp_path) -> str:
     data = bytearray(gzip.compress((json.dumps(HEADER) + "\n" +
@@ -418,7 +416,6 @@ def _raw(tmp, line):
     return str(p)
 
 
-@LOADER
 @pytest.mark.parametrize("case", sorted(LOADER_CASES))
 def test_trace_loader_bad_input_is_one_line(tmp_path, capsys, case):
     path = LOADER_CASES[case](tmp_path)
@@ -428,7 +425,6 @@ def test_trace_loader_bad_input_is_one_line(tmp_path, capsys, case):
         one_error_line(err, where=r":\d+: ")
 
 
-@LOADER
 def test_trace_loader_dev_zero_ends():
     r = subprocess.run([sys.executable, "-m", "commitsched", "validate", "/dev/zero"],
                        capture_output=True, text=True, errors="replace", timeout=20)

@@ -4,7 +4,8 @@
     stats = import_binlog(["binlog.000002.txt"], "trace.jsonl.gz", schema="schema.sql")
 
 Inputs are `mariadb-binlog`/`mysqlbinlog -vv --base64-output=decode-rows` texts (optionally
-.gz), or binary binlog files, which are decoded by running the installed printer. Several inputs
+.gz), or binary binlog files, read directly by the `commitsched_binlog` extension
+(binlog_binary.py; `binlog_tool=` a printer's path decodes them with that printer instead). Several inputs
 are several binlog files in order. Output is written atomically; on any error nothing is written
 (strict mode), or with `skip_bad=True` the valid transactions are written and the skipped ones
 counted by reason.
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from ..trace import TraceError, write_jsonl_atomic, header
+from . import binlog_binary
 from .binlog_text import InputError, Reader, Skipped
 from .schema import Catalog, SchemaError
 
@@ -205,6 +207,19 @@ def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
             raise TraceError(path, None, "is a directory, not a binlog")
         errors: list[str] = []
         counter = [0]
+        if _is_binary(path) and binlog_tool is None and binlog_binary.available():
+            done = [0]
+            size = os.path.getsize(path)
+            try:
+                for txn in binlog_binary.read_binary(
+                        reader, path, new_file=True,
+                        progress=lambda off: done.__setitem__(0, off)):
+                    n += 1
+                    progress.show(path, done[0], size, n)
+                    yield txn
+            except InputError as e:
+                raise TraceError(path, None, e.reason) from None
+            continue
         if _is_binary(path):
             printer = _find_printer(binlog_tool)
             if printer is None:
@@ -318,7 +333,7 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
             yield hd
             with open(spool, encoding="utf-8") as f:
                 for line in f:
-                    yield json.loads(line)
+                    yield line.rstrip("\n")      # encoded once, when spooled
         write_jsonl_atomic(output, lines())
     finally:
         if os.path.exists(spool):

@@ -1,0 +1,197 @@
+"""The fast trace loader (msgspec, chunked) behaves exactly as the careful one, and every way
+of breaking the loader found by fuzzing (issue 14) ends in one `TraceError`, not a traceback."""
+import gzip
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from commitsched import trace as T
+from commitsched.trace import TraceError, load_trace
+
+HEADER = '{"format": "commitsched-trace", "version": 1, "source": {}}'
+
+
+def write_bytes(tmp_path, data: bytes, name="t.jsonl"):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return str(p)
+
+
+def refusal(path) -> TraceError:
+    with pytest.raises(TraceError) as e:
+        load_trace(path)
+    return e.value
+
+
+def careful(lines: list[str]):
+    """The reference: every line through json + _parse_txn + the order check."""
+    check = T._OrderCheck("t")
+    out = []
+    for i, text in enumerate(lines, start=2):
+        txn = T._parse_txn(T._decode_json(text, "t", i), "t", i)
+        check(txn, i)
+        out.append(txn)
+    return out
+
+
+# Values of every field, valid and not (wrong types, negatives, nulls, unknown flags).
+_field_values = {
+    "writes": st.lists(st.sampled_from(["d.t/PRIMARY=1", "d.t/PRIMARY=2", "bad", "d/t.x=1",
+                                        "d.t/K", "e.u/UK=a,b"]), max_size=4),
+    "before_images": st.lists(st.sampled_from(["d.t/PRIMARY=1", "x.y/P=9"]), max_size=2),
+    "gtid": st.one_of(st.none(), st.text(max_size=5), st.integers()),
+    "file": st.one_of(st.none(), st.integers(-1, 3), st.just("2")),
+    "last_committed": st.one_of(st.none(), st.integers(-1, 5)),
+    "sequence_number": st.one_of(st.none(), st.integers(-1, 8)),
+    "commit_id": st.one_of(st.none(), st.integers(-1, 5), st.floats(0, 2)),
+    "flags": st.one_of(st.none(), st.lists(st.sampled_from(["ddl", "waited", "transactional",
+                                                            "allow_parallel", "x"]), max_size=3),
+                       st.just([["ddl"]])),
+    "session": st.one_of(st.none(), st.integers(-2, 9), st.text(max_size=3), st.booleans()),
+    "db": st.one_of(st.none(), st.lists(st.text(max_size=3), max_size=2), st.just([1])),
+    "ddl": st.one_of(st.booleans(), st.none(), st.integers(0, 1)),
+    "exec": st.one_of(st.none(), st.floats(-1, 1e6, allow_nan=False), st.integers(-1, 10),
+                      st.just("1")),
+    "timestamp": st.one_of(st.none(), st.floats(0, 1e9), st.integers(0, 10**6), st.just([1])),
+    "events": st.one_of(st.none(), st.integers(-1, 9)),
+    "unknown": st.integers(),
+}
+
+
+@st.composite
+def txn_lines(draw):
+    n = draw(st.integers(1, 6))
+    lines = []
+    for i in range(n):
+        obj = {"seq": draw(st.sampled_from([i + 1] * 6 + [i, i + 2, 0]))}
+        if draw(st.integers(0, 9)):
+            obj["writes"] = draw(_field_values["writes"])
+        for name in draw(st.sets(st.sampled_from(sorted(set(_field_values) - {"writes"})),
+                                 max_size=4)):
+            obj[name] = draw(_field_values[name])
+        lines.append(json.dumps(obj))
+    return lines
+
+
+@settings(max_examples=400, deadline=None)
+@given(txn_lines(), st.booleans())
+def test_fast_loader_accepts_and_refuses_as_the_careful_one(tmp_path_factory, lines, gz):
+    tmp = tmp_path_factory.mktemp("t")
+    body = (HEADER + "\n" + "\n".join(lines) + "\n").encode()
+    path = str(tmp / "t.jsonl")
+    if gz:
+        path += ".gz"
+        with gzip.open(path, "wb") as fh:
+            fh.write(body)
+    else:
+        with open(path, "wb") as fh:
+            fh.write(body)
+    try:
+        expected = careful(lines)
+    except TraceError as e:
+        got = refusal(path)
+        assert (got.line, got.reason) == (e.line, e.reason)
+    else:
+        got = load_trace(path).txns
+        assert [t.to_json() for t in got] == [t.to_json() for t in expected]
+        assert [type(t.exec) for t in got] == [type(t.exec) for t in expected]
+
+
+def test_chunks_keep_line_numbers_across_blocks(tmp_path, monkeypatch):
+    monkeypatch.setattr(T, "_BLOCK", 64)          # many blocks, lines spanning them
+    rows = [json.dumps({"seq": i, "writes": [f"d.t/PRIMARY={i}"]}) for i in range(1, 40)]
+    rows[30] = json.dumps({"seq": 31, "writes": ["oops"]})
+    e = refusal(write_bytes(tmp_path, (HEADER + "\n" + "\n".join(rows) + "\n").encode()))
+    assert (e.line, e.reason) == (32, "row key 'oops' is not of the form db.table/INDEX=v1,v2")
+
+
+def test_blank_lines_are_skipped_and_counted(tmp_path):
+    body = f'{HEADER}\n\n{{"seq": 1, "writes": []}}\n   \n{{"seq": 3, "writes": []}}\n'
+    e = refusal(write_bytes(tmp_path, body.encode()))
+    assert e.line == 5 and "seq 3 where 2 was expected" in e.reason
+
+
+# ---- issue 14: each of these ended in a Python traceback or a hang
+
+
+def test_corrupt_gzip_stream(tmp_path):
+    rows = "".join(json.dumps({"seq": i, "writes": []}) + "\n" for i in range(1, 5000))
+    data = bytearray(gzip.compress((HEADER + "\n" + rows).encode()))
+    data[len(data) // 2: len(data) // 2 + 8] = b"\xff" * 8      # damage the deflate stream
+    e = refusal(write_bytes(tmp_path, bytes(data), "t.jsonl.gz"))
+    assert e.reason.startswith("cannot read:")
+
+
+def test_truncated_gzip(tmp_path):
+    data = gzip.compress((HEADER + "\n" + '{"seq": 1, "writes": []}\n').encode())
+    e = refusal(write_bytes(tmp_path, data[:-12], "t.jsonl.gz"))
+    assert e.reason.startswith("cannot read:")
+
+
+def test_deeply_nested_json(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    e = refusal(write_bytes(tmp_path, f'{HEADER}\n{{"seq": 1, "writes": {deep}}}\n'.encode()))
+    assert e.line == 2 and e.reason == f"bad JSON: nested deeper than {T.MAX_JSON_DEPTH} levels"
+    e = refusal(write_bytes(tmp_path, (deep + "\n").encode()))
+    assert e.line == 1 and "nested deeper" in e.reason
+
+
+def test_integer_literal_over_digit_limit(tmp_path):
+    e = refusal(write_bytes(tmp_path, f'{HEADER}\n{{"seq": {"9" * 5000}, "writes": []}}\n'.encode()))
+    assert e.line == 2 and e.reason.startswith("bad JSON:") and "4300" in e.reason
+
+
+def test_integer_too_large_for_a_float(tmp_path):
+    big = "9" * 400
+    e = refusal(write_bytes(tmp_path, f'{HEADER}\n{{"seq": 1, "writes": [], "exec": {big}}}\n'.encode()))
+    assert e.line == 2 and e.reason.startswith('cost "exec" must be a number, got 999')
+    assert len(e.reason) < 200
+    e = refusal(write_bytes(tmp_path, f'{HEADER}\n{{"seq": 1, "writes": [], "timestamp": {big}}}\n'.encode()))
+    assert e.reason.startswith('"timestamp" must be a number')
+
+
+@pytest.mark.parametrize("field,value,reason", [
+    ("flags", [["ddl"]], '"flags" must be a list of'),
+    ("flags", [{"a": 1}], '"flags" must be a list of'),
+    ("before_images", [["d.t/PRIMARY=1"]], '"before_images" must be a list of keys'),
+    ("file", None, None),                       # null is absent: accepted, file 1
+    ("file", [1], '"file" must be a non-negative integer'),
+    ("last_committed", [0], '"last_committed" must be a non-negative integer'),
+])
+def test_list_where_a_scalar_is_expected(tmp_path, field, value, reason):
+    obj = {"seq": 1, "writes": ["d.t/PRIMARY=1"], field: value}
+    path = write_bytes(tmp_path, f"{HEADER}\n{json.dumps(obj)}\n".encode())
+    if reason is None:
+        assert load_trace(path).txns[0].file == 1
+    else:
+        e = refusal(path)
+        assert e.line == 2 and e.reason.startswith(reason)
+
+
+def test_line_longer_than_the_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(T, "MAX_LINE_BYTES", 1 << 20)
+    monkeypatch.setattr(T, "_BLOCK", 1 << 16)
+    keys = json.dumps([f"d.t/PRIMARY={i}" for i in range(100_000)])     # ~1.8 MB
+    body = f'{HEADER}\n{{"seq": 1, "writes": []}}\n{{"seq": 2, "writes": {keys}}}\n'
+    e = refusal(write_bytes(tmp_path, body.encode()))
+    assert e.line == 3 and e.reason.startswith("line longer than 1 MiB")
+
+
+def test_dev_zero_ends_with_an_error(monkeypatch):
+    monkeypatch.setattr(T, "MAX_LINE_BYTES", 4 << 20)
+    e = refusal("/dev/zero")
+    assert e.line == 1 and e.reason.startswith("line longer than 4 MiB")
+
+
+def test_invalid_utf8_names_its_line(tmp_path):
+    body = f'{HEADER}\n{{"seq": 1, "writes": []}}\n'.encode() + b'{"seq": 2, "gtid": "\xff"}\n'
+    e = refusal(write_bytes(tmp_path, body))
+    assert e.line == 3 and e.reason.startswith("cannot read:")
+
+
+def test_fast_path_shares_flag_sets(tmp_path):
+    rows = [json.dumps({"seq": i, "writes": [], "flags": ["transactional", "allow_parallel"]})
+            for i in range(1, 4)]
+    txns = load_trace(write_bytes(tmp_path, (HEADER + "\n" + "\n".join(rows) + "\n").encode())).txns
+    assert txns[0].flags is txns[2].flags == frozenset({"transactional", "allow_parallel"})
