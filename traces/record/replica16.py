@@ -15,7 +15,7 @@ import statistics
 HERE = os.path.dirname(os.path.abspath(__file__))
 FOLDER = os.path.join(os.path.dirname(HERE), "calibration", "replica16")
 WORKLOADS = ("oltp_rw_64", "update_index_48")
-MACHINE = ("replica16: 16-core Intel Xeon KVM guest (125 GiB, local virtio disk, fdatasync "
+MACHINE = ("a 16-core Intel Xeon KVM guest (125 GiB, local virtio disk, fdatasync "
            "probe 0.08-0.09 ms), MariaDB 10.11.19, measured by shared/replica16")
 
 
