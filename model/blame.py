@@ -444,8 +444,12 @@ def blame_trace(txns, scheduler: str, workers: int, profile, *, bugs=frozenset()
         workers = 1                          # the serial replay has one thread
     runs, _ = collect(sched, txns, workers, profile, bugs=bugs,
                       tracker_options=tracker_options, applier_options=applier_options)
+    # a NaN (inf - inf) compares false with everything, so max() alone can miss it
     end = max((r.commit for r in runs), default=0.0)
-    if not math.isfinite(end):
+    bad = next((t for r in runs for t in (r.dispatch, r.start, r.exec_end, r.ready, r.commit)
+                if t is not None and not math.isfinite(t)), None)
+    if bad is not None or not math.isfinite(end / EPS):   # blame keys times at EPS resolution
+        end = bad if bad is not None else end
         from .simcore import SimulationError
         raise SimulationError(f"the trace's costs add up to {end} µs under profile "
                               f"{profile.name}, beyond what a float holds: nothing to blame")

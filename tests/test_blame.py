@@ -354,3 +354,19 @@ def test_blame_cli_zero_and_overflowing_costs(capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == 2 and "beyond what a float holds" in err and err.count("\n") == 1
     assert not (tmp_path / "never.txt").exists()
+
+
+def test_blame_refuses_a_finite_makespan_beyond_its_time_resolution(capsys, tmp_path):
+    """Found by CI's fuzzing campaign: one transaction of exec 1e308 gives a finite makespan
+    that blame's time keys (EPS = 1e-6) cannot hold; one line, exit 2, nothing written."""
+    txns = load_trace(HEAD_MYSQL).txns
+    for t in txns:
+        t.exec, t.commit = 0.0, 0.0
+    txns[2].exec = 1e308
+    big = tmp_path / "big.jsonl"
+    write_trace(str(big), txns, {"from": "test"})
+    code = main(["blame", str(big), "--scheduler", "serial", "--workers", "2",
+                 "--split-top", "1,2", "-o", str(tmp_path / "never.txt")])
+    err = capsys.readouterr().err
+    assert code == 2 and "beyond what a float holds" in err and err.count("\n") == 1
+    assert not (tmp_path / "never.txt").exists()
