@@ -16,23 +16,12 @@ import sys
 
 import pytest
 
+from record_scripts import RECORD_DIR, import_record_scripts
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RECORD_DIR = os.path.join(REPO, "traces", "record")
-_saved_record = sys.modules.get("record")
-sys.path.insert(0, RECORD_DIR)
-
-import calib_fit  # noqa: E402
-import calib_report  # noqa: E402
-from calibrate import RUN_FIELDS  # noqa: E402
-
-# calibrate.py imports traces/record/record.py as `record`: leave neither that name nor the
-# folder on the path to other test modules
-while RECORD_DIR in sys.path:
-    sys.path.remove(RECORD_DIR)
-if _saved_record is None:
-    sys.modules.pop("record", None)
-else:
-    sys.modules["record"] = _saved_record
+calib_fit, calib_report, calibrate = import_record_scripts("calib_fit", "calib_report",
+                                                           "calibrate")
+RUN_FIELDS = calibrate.RUN_FIELDS
 
 from commitsched import profiles  # noqa: E402
 from commitsched.trace import Txn, write_trace  # noqa: E402

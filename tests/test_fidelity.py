@@ -6,25 +6,12 @@ from __future__ import annotations
 
 import csv
 import os
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RECORD_DIR = os.path.join(REPO, "traces", "record")
-_saved_record = sys.modules.get("record")
-sys.path.insert(0, RECORD_DIR)
+from record_scripts import import_record_scripts
 
-import fidelity  # noqa: E402
-import fit_machine as fm  # noqa: E402
-import replica16 as r16  # noqa: E402
-
-while RECORD_DIR in sys.path:
-    sys.path.remove(RECORD_DIR)
-if _saved_record is None:
-    sys.modules.pop("record", None)
-else:
-    sys.modules["record"] = _saved_record
+fidelity, fm, r16 = import_record_scripts("fidelity", "fit_machine", "replica16")
 
 from commitsched.profiles import Profile, get_profile  # noqa: E402
 from commitsched.trace import Txn, write_trace  # noqa: E402

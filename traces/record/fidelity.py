@@ -226,27 +226,15 @@ def markdown(r16_rows: list[dict], two_rows: list[dict]) -> str:
         out += ["## The machine profiles", "", terms_table(shown), ""]
     cols = [("model", "model"), ("cv", "model, other workload's fit (CV)"),
             ("constant", "baseline: constant"), ("previous", "baseline: previous model")]
-    out += ["## replica16: a real MariaDB 10.11 replica on 16 cores (training set)", "",
-            "| workload | mode | W | measured median [min, max] | "
-            + " | ".join(c[1] for c in cols) + " |",
-            "|---|---|---|---|" + "---|" * len(cols)]
-    for r in r16_rows:
-        out.append(f"| {r['workload']} | {r['mode']} | {r['threads']} | {r['median']:.2f} "
-                   f"[{r['min']:.2f}, {r['max']:.2f}] | "
-                   + " | ".join(_cell(r, k) for k, _ in cols) + " |")
+    out += ["## replica16: a real MariaDB 10.11 replica on 16 cores (training set)", ""]
+    out += _config_table(r16_rows, ("workload", "mode"), cols)
     out += ["", _summary_table(r16_rows, [(k, t) for k, t in cols]
                                + [("without " + a, "model without " + a) for a in ABLATIONS]),
             "", _best_w_lines(r16_rows, ("workload", "mode"))]
     cols2 = [("model", "model"), ("constant", "baseline: constant"),
              ("previous", "baseline: previous model")]
-    out += ["", "## The project's 2-core VM (predicted configurations never used in the fit)", "",
-            "| workload | sync | mode | W | measured median [min, max] | "
-            + " | ".join(c[1] for c in cols2) + " |",
-            "|---|---|---|---|---|" + "---|" * len(cols2)]
-    for r in two_rows:
-        out.append(f"| {r['workload']} | {r['sync']} | {r['mode']} | {r['threads']} | "
-                   f"{r['median']:.2f} [{r['min']:.2f}, {r['max']:.2f}] | "
-                   + " | ".join(_cell(r, k) for k, _ in cols2) + " |")
+    out += ["", "## The project's 2-core VM (predicted configurations never used in the fit)", ""]
+    out += _config_table(two_rows, ("workload", "sync", "mode"), cols2)
     out += ["", _summary_table(two_rows, cols2 + [("without " + a, "model without " + a)
                                                   for a in ABLATIONS]),
             "", _summary_table([r for r in two_rows if r["sync"] == "durable"], cols2,
@@ -255,6 +243,18 @@ def markdown(r16_rows: list[dict], two_rows: list[dict]) -> str:
                                title="relaxed only"),
             "", _best_w_lines(two_rows, ("workload", "sync", "mode"))]
     return "\n".join(out) + "\n"
+
+
+def _config_table(rows, keys, cols) -> list[str]:
+    """One line per configuration: its `keys`, W, the measured speedup, then each of `cols`."""
+    head = " | ".join(keys) + " | W | measured median [min, max] | "
+    out = ["| " + head + " | ".join(c[1] for c in cols) + " |",
+           "|" + "---|" * (len(keys) + 2 + len(cols))]
+    for r in rows:
+        out.append("| " + " | ".join(str(r[k]) for k in keys) + f" | {r['threads']} | "
+                   f"{r['median']:.2f} [{r['min']:.2f}, {r['max']:.2f}] | "
+                   + " | ".join(_cell(r, k) for k, _ in cols) + " |")
+    return out
 
 
 def _summary_table(rows, cols, title="all configurations") -> str:
