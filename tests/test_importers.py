@@ -24,6 +24,8 @@ MDB_DDL = os.path.join(FIX, "mariadb_ddl_mix.txt")
 MDB_NOMETA = os.path.join(FIX, "mariadb_no_metadata.txt")
 MDB_BINARY = os.path.join(FIX, "mariadb_tiny.binlog.000002")
 MDB_BINARY_SCHEMA = os.path.join(FIX, "mariadb_tiny.schema.sql")
+MDB_VV_BASE64 = os.path.join(FIX, "mariadb_tiny_vv_base64.txt")
+MDB_BASE64_ONLY = os.path.join(FIX, "mariadb_tiny_base64_only.txt")
 
 
 def imp(tmp_path, paths, **kw):
@@ -198,6 +200,51 @@ def test_mariadb_unknown_table_skip_bad_counts(tmp_path):
 def test_schema_option_fixes_unknown_tables(tmp_path):
     stats, tr = imp(tmp_path, [MDB_NOMETA], schema=MDB_BINARY_SCHEMA)
     assert len(tr) == len(_gtid_lines(MDB_NOMETA)) and not stats.skipped
+
+
+def _rows_of(trace):
+    return [(x.gtid, x.writes, x.flags, x.timestamp, x.events, x.bytes, x.rows) for x in trace]
+
+
+def test_vv_without_decode_rows_reads_the_decoded_rows(tmp_path):
+    """`-vv` without --base64-output=decode-rows (the printer's default) prints every rows event
+    twice: a base64 BINLOG statement, then the decoded `###` rows. Real output of the same binlog
+    printed both ways gives the same trace."""
+    base64_lines = sum(1 for l in lines_of(MDB_VV_BASE64) if l.startswith("BINLOG '"))
+    assert base64_lines > len(_gtid_lines(MDB_VV_BASE64))   # the Start event's and every rows event's
+    _, a = imp(tmp_path, [MDB_VV_BASE64], schema=MDB_BINARY_SCHEMA)
+    _, b = imp(tmp_path, [MDB_NOMETA], schema=MDB_BINARY_SCHEMA)
+    assert len(a) == len(_gtid_lines(MDB_VV_BASE64)) == 12
+    assert _rows_of(a) == _rows_of(b)
+    assert sum(len(x.writes) for x in a) > 0
+
+
+def test_rows_printed_only_as_base64_are_refused_at_their_statement(tmp_path):
+    """Without -v the rows exist only in base64: refused at the end of the first rows event's
+    BINLOG statement (the Start event's BINLOG statement before it is fine)."""
+    lines = lines_of(MDB_BASE64_ONLY)
+    assert not any(l.startswith("###") for l in lines)
+    with pytest.raises(TraceError) as e:
+        import_binlog([MDB_BASE64_ONLY], str(tmp_path / "t.jsonl"), schema=MDB_BINARY_SCHEMA)
+    first_rows = next(i for i, l in enumerate(lines) if "\tUpdate_rows:" in l or "\tWrite_rows:" in l)
+    close = next(i for i in range(first_rows, len(lines)) if lines[i].startswith("'/*!*/;")) + 1
+    assert e.value.line == close and "only as base64" in e.value.reason and "-v" in e.value.reason
+    stats, tr = imp(tmp_path, [MDB_BASE64_ONLY], schema=MDB_BINARY_SCHEMA, skip_bad=True)
+    assert len(tr) == 0 and sum(stats.skipped.values()) == len(_gtid_lines(MDB_BASE64_ONLY)) == 2
+
+
+@pytest.mark.parametrize("cut,reason", [
+    (lambda ls, i: ls[:i + 2], "ends inside a BINLOG statement"),
+    (lambda ls, i: ls[:i + 2] + ["COMMIT/*!*/;\n"] + ls[i + 2:], "without its closing"),
+])
+def test_broken_binlog_statement_is_an_error_at_its_line(tmp_path, cut, reason):
+    lines = lines_of(MDB_VV_BASE64)
+    i = next(k for k, l in enumerate(lines) if l.startswith("BINLOG '") and k > 20)
+    p = tmp_path / "bad.txt"
+    p.write_text("".join(cut(lines, i)), encoding="utf-8")
+    with pytest.raises(TraceError) as e:
+        import_binlog([str(p)], str(tmp_path / "t.jsonl"), schema=MDB_BINARY_SCHEMA)
+    assert reason in e.value.reason and e.value.line is not None and e.value.line >= i + 2
 
 
 def test_several_inputs_are_several_files(tmp_path):

@@ -1,4 +1,4 @@
-"""Streaming reader of `mariadb-binlog`/`mysqlbinlog -vv --base64-output=decode-rows` text.
+"""Streaming reader of `mariadb-binlog`/`mysqlbinlog -vv [--base64-output=decode-rows]` text.
 
 One pass, line by line, never holding more than the current transaction. The printers share
 their event layout (`# at POS`, an event header line `#YYMMDD HH:MM:SS server id ...`, then the
@@ -28,6 +28,8 @@ TYPE_COMMENT_RE = re.compile(r" /\* [^*]*? meta=\d+ nullable=\d is_null=\d \*/$"
 SERVER_V_RE = re.compile(r"server v (\S+)")   # Format_description: "server v 8.0.36"
 QUERY_EV_RE = re.compile(r"^Query\s+thread_id=(\d{1,20})(?!\d)")
 STMT_END = "/*!*/;"
+# a BINLOG statement's lines: each event's base64, wrapped at 76 characters (multiples of 4)
+_BASE64_RE = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
 
 _DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "FLUSH",
               "INSTALL", "UNINSTALL", "SET PASSWORD")
@@ -249,6 +251,12 @@ class Reader:
         meta_pending = None   # (db, table, column text lines, pk text) of a Table_map
         lineno = 0
         pos = None
+        # `-v` without --base64-output=decode-rows also prints each event as a base64 BINLOG
+        # statement (the Format_description event, a statement's table maps and rows events);
+        # the decoded `###` rows follow it. base64: inside one; b64_rows: a rows event's
+        # statement ended and no decoded row has followed yet.
+        base64 = False
+        b64_rows = 0          # line of a rows event's BINLOG statement not yet followed by rows
 
         def problem(reason: str, at: int | None = None):
             at = lineno if at is None else at
@@ -260,6 +268,13 @@ class Reader:
                     cur.bad = (at, reason + where)
             else:
                 self.skipped.append(Skipped(at, None, reason + where, outside=True))
+
+        def undecoded():
+            nonlocal b64_rows
+            if b64_rows:
+                at, b64_rows = b64_rows, 0
+                problem("rows event printed only as base64 (BINLOG): print the log with -v "
+                        "(-vv --base64-output=decode-rows)", at)
 
         def flush_row():
             nonlocal row, image, before, after
@@ -368,6 +383,15 @@ class Reader:
             line = text.rstrip("\n").rstrip("\r")
             if not line:
                 continue
+            if base64:
+                if line.endswith("'" + STMT_END):
+                    base64 = False
+                    b64_rows = lineno if event == "rows" else 0
+                    continue
+                if _BASE64_RE.match(line):
+                    continue
+                base64 = False
+                problem("BINLOG statement ends without its closing \"'/*!*/;\"")
             c0 = line[0]
             if c0 == "#":
                 if line.startswith("###"):
@@ -376,6 +400,7 @@ class Reader:
                         continue
                     m = ROW_START_RE.match(line)
                     if m:
+                        b64_rows = 0
                         flush_row()
                         row = (m.group(1), m.group(2).replace("``", "`"), m.group(3).replace("``", "`"))
                         if cur is not None:
@@ -398,6 +423,7 @@ class Reader:
                     problem(f"malformed decoded row line {line[:60]!r}")
                     continue
                 if line.startswith("# at "):
+                    undecoded()
                     flush_row()
                     if meta_pending is not None:
                         self._learn_metadata(meta_pending)
@@ -413,6 +439,7 @@ class Reader:
                     continue
                 m = HEADER_RE.match(line)
                 if m:
+                    undecoded()
                     flush_row()
                     if meta_pending is not None:
                         self._learn_metadata(meta_pending)
@@ -550,7 +577,9 @@ class Reader:
                     or line.startswith("/*!50530 SET") or line.startswith("/*!40019 SET"):
                 continue
             if line.startswith("BINLOG '"):
-                problem("base64 BINLOG statement: print the log with -vv --base64-output=decode-rows")
+                # the event again in base64: skipped, its decoded rows (-v) follow it
+                base64 = not line.endswith("'" + STMT_END)
+                b64_rows = lineno if not base64 and event == "rows" else 0
                 continue
             if event in ("rows", "table_map"):
                 problem(f"unexpected text inside a {event} event: {line[:60]!r}")
@@ -610,6 +639,9 @@ class Reader:
                     continue
             problem(f"unreadable line {line[:60]!r}")
         # ---- end of this input
+        if base64:
+            problem("input ends inside a BINLOG statement (truncated?)")
+        undecoded()
         flush_row()
         if stmt:
             problem("input ends inside a Query event (truncated?)")
