@@ -247,6 +247,32 @@ def test_broken_binlog_statement_is_an_error_at_its_line(tmp_path, cut, reason):
     assert reason in e.value.reason and e.value.line is not None and e.value.line >= i + 2
 
 
+def _with_artificial_rotate(path, out, name):
+    """`path` as a printer reading from a server prints it: an artificial Rotate event (time 0,
+    end_log_pos 0) naming the file comes before its Start event (constructed from real text)."""
+    lines = lines_of(path)
+    i = next(k for k, l in enumerate(lines) if l.startswith("DELIMITER /*!*/;")) + 1
+    fake = ["# at 4\n", f"#700101  0:00:00 server id 1  end_log_pos 0 \tRotate to {name}  pos: 4\n"]
+    out.write_text("".join(lines[:i] + fake + lines[i:]), encoding="utf-8")
+    return str(out)
+
+
+def test_artificial_rotate_does_not_start_a_file(tmp_path):
+    a = _with_artificial_rotate(MDB_NOMETA, tmp_path / "a.txt", "binlog.000002")
+    b = _with_artificial_rotate(MDB_NOMETA, tmp_path / "b.txt", "binlog.000003")
+    stats, tr = imp(tmp_path, [a], schema=MDB_BINARY_SCHEMA)
+    _, plain = imp(tmp_path, [MDB_NOMETA], schema=MDB_BINARY_SCHEMA)
+    assert stats.files == 1 and {x.file for x in tr} == {1} and _rows_of(tr) == _rows_of(plain)
+    stats, tr = imp(tmp_path, [a, b], schema=MDB_BINARY_SCHEMA)
+    assert stats.files == 2 and [x.file for x in tr] == [1] * len(plain) + [2] * len(plain)
+
+
+def test_padded_float_value_loses_its_padding():
+    from commitsched.importers.binlog_text import _value
+    assert _value("12345.7              /* FLOAT meta=4 nullable=1 is_null=0 */") == ("12345.7", False)
+    assert _value("'a  ' /* VARSTRING(40) meta=40 nullable=1 is_null=0 */") == ("'a  '", False)
+
+
 def test_several_inputs_are_several_files(tmp_path):
     _, tr = imp(tmp_path, [MDB_GROUPS, MDB_GROUPS])
     files = [x.file for x in tr]

@@ -129,7 +129,7 @@ def _value(raw: str) -> tuple[str, bool]:
     """A printed column value without its -vv type comment, and whether it is NULL."""
     m = TYPE_COMMENT_RE.search(raw)
     if m:
-        raw = raw[:m.start()]
+        raw = raw[:m.start()].rstrip(" ")   # FLOAT is printed padded: "12345.7              /* FLOAT"
     return raw, raw == "NULL"
 
 
@@ -517,6 +517,11 @@ class Reader:
                         continue
                     if body.startswith("Xid = ") or body.startswith("XID = "):
                         event = "xid"
+                        continue
+                    if body.startswith("Rotate to ") and end_pos == 0:
+                        # artificial (time 0, end_log_pos 0): a printer reading from a server
+                        # names the file that follows; no file ends here
+                        event = "rotate"
                         continue
                     if body.startswith("Rotate to "):
                         if cur is not None:
