@@ -438,3 +438,12 @@ def test_blame_refuses_a_finite_makespan_beyond_its_time_resolution(capsys, tmp_
     err = capsys.readouterr().err
     assert code == 2 and "beyond what a float holds" in err and err.count("\n") == 1
     assert not (tmp_path / "never.txt").exists()
+
+
+@pytest.mark.parametrize("opt", ["--primary-setting", "--replica-setting"])
+def test_split_check_measure_refuses_a_setting_without_a_value(tmp_path, capsys, opt):
+    with pytest.raises(SystemExit) as e:
+        _split_check().main(["measure", "--out", str(tmp_path), opt, "binlog_cache_size"])
+    assert e.value.code == 2
+    assert "expected NAME=VALUE" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())       # refused before anything was started or written

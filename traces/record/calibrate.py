@@ -186,7 +186,9 @@ class Rig:
         """Restore, fetch the workload into the relay log, time the SQL thread's apply."""
         R = self.replica
         R.restore(self.snapshot)
-        R.start(replica_settings(R.workdir, sync, mode, threads))
+        # extra replica settings a caller gives (split_check.py: tmpdir on tmpfs)
+        R.start(dict(replica_settings(R.workdir, sync, mode, threads),
+                     **(getattr(self.a, "replica_settings", None) or {})))
         deadline = time.time() + 120
         while "complet" not in R.sql("SHOW STATUS LIKE 'Innodb_buffer_pool_load_status'")[0][1]:
             if time.time() > deadline:

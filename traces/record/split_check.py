@@ -215,6 +215,14 @@ def cmd_measure(a) -> int:
     root = tempfile.mkdtemp(prefix="commitsched-split-", dir=a.workdir)
     os.chmod(root, 0o755)
     a.primary_settings = dict(kv.split("=", 1) for kv in a.primary_setting)
+    a.replica_settings = dict(kv.split("=", 1) for kv in a.replica_setting)
+    if a.replica_tmpdir:
+        # the replica's temporary files (a transaction's binlog cache beyond binlog_cache_size
+        # spills there) next to its datadir, not on the disk's /tmp
+        tmp = os.path.join(root, "tmp")
+        os.makedirs(tmp)
+        os.chmod(tmp, 0o1777)   # the server may run as another user (mysql)
+        a.replica_settings["tmpdir"] = tmp
     rigs = {}
     for i, w in enumerate(WORKLOADS):
         ns = argparse.Namespace(**vars(a))
@@ -280,6 +288,7 @@ def cmd_measure(a) -> int:
                      "load_end": loadavg()},
             "servers_dir": a.workdir or tempfile.gettempdir(), "sync": a.sync,
             "primary_extra_settings": a.primary_settings,
+            "replica_extra_settings": a.replica_settings,
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t_start)),
             "total_s": round(time.time() - t_start, 1), "chunks": a.chunks,
             "fsync_probes": probes, "workloads": info}
@@ -426,6 +435,10 @@ def main(argv=None) -> int:
                    "measures (default: --out)")
     m.add_argument("--primary-setting", action="append", default=[], metavar="NAME=VALUE",
                    help="extra primary server setting, e.g. binlog_commit_wait_count=8")
+    m.add_argument("--replica-setting", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra replica server setting in the timed applies")
+    m.add_argument("--replica-tmpdir", action="store_true",
+                   help="the replicas' tmpdir in --workdir's folder (default: the server's, /tmp)")
     r = sub.add_parser("report")
     r.add_argument("dir")
     r.add_argument("--profile", help="default: durable-mariadb or relaxed-mariadb, as the "
@@ -434,9 +447,11 @@ def main(argv=None) -> int:
     r.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if a.cmd == "measure":
-        for kv in a.primary_setting:
-            if "=" not in kv.strip("="):
-                ap.error(f"--primary-setting {kv!r}: expected NAME=VALUE")
+        for opt, kvs in (("--primary-setting", a.primary_setting),
+                         ("--replica-setting", a.replica_setting)):
+            for kv in kvs:
+                if "=" not in kv.strip("="):
+                    ap.error(f"{opt} {kv!r}: expected NAME=VALUE")
         return cmd_measure(a)
     from commitsched.profiles import ProfileError
     from commitsched.trace import TraceError
