@@ -2,7 +2,8 @@
 """The split what-if against a real replica (docs/blame.md).
 
     python traces/record/split_check.py measure --out DIR [--chunks C] [--sync relaxed]
-        [--workdir /dev/shm] [--primary-setting NAME=VALUE ...] [calibrate options]
+        [--workdir /dev/shm [--servers-tmpdir]] [--primary-setting NAME=VALUE ...]
+        [--replica-setting NAME=VALUE ...] [--max-minutes M] [calibrate options]
     python traces/record/split_check.py report DIR [--profile P] [--json]
 
 `measure`: two private primary/replica pairs (calibrate.py's `Rig`, ports --port .. --port+3),
@@ -13,9 +14,10 @@ random order, so a pair sees the same host. On this shared VM the disk's sync la
 between ~0.2 and ~4 ms within minutes (the first attempt, docs/blame.md): `--workdir /dev/shm`
 puts the datadirs, relay logs and snapshots on tmpfs, and `--sync relaxed` times replicas that
 do not sync; the disk is still probed (fdatasync in --disk-probe-dir, default DIR) before each
-apply, for the record. `--primary-setting binlog_commit_wait_count=N` makes the primary's
-commit groups by count, not by the disk's sync latency (on tmpfs a primary groups next to
-nothing). Rows go to DIR/runs.csv (calibrate's columns + `workload`, `disk_fsync_ms`), the
+apply, for the record; `--servers-tmpdir` moves the servers' temporary files (where a
+transaction's binlog cache beyond `binlog_cache_size` spills) there too.
+`--primary-setting binlog_commit_wait_count=N` makes the primary's commit groups by count, not
+by the disk's sync latency (on tmpfs a primary groups next to nothing). Rows go to DIR/runs.csv (calibrate's columns + `workload`, `disk_fsync_ms`), the
 traces to DIR/{whole,split}.jsonl.gz.
 `report`: per configuration, the split/whole apply ratio of each round and the speedup change
 of each round (serial ratio / parallel ratio - 1), with its median, a 95% interval of the median
@@ -216,13 +218,13 @@ def cmd_measure(a) -> int:
     os.chmod(root, 0o755)
     a.primary_settings = dict(kv.split("=", 1) for kv in a.primary_setting)
     a.replica_settings = dict(kv.split("=", 1) for kv in a.replica_setting)
-    if a.replica_tmpdir:
-        # the replica's temporary files (a transaction's binlog cache beyond binlog_cache_size
-        # spills there) next to its datadir, not on the disk's /tmp
+    if a.servers_tmpdir:
+        # the servers' temporary files (a transaction's binlog cache beyond binlog_cache_size
+        # spills there) next to their datadirs, not on the disk's /tmp
         tmp = os.path.join(root, "tmp")
         os.makedirs(tmp)
         os.chmod(tmp, 0o1777)   # the server may run as another user (mysql)
-        a.replica_settings["tmpdir"] = tmp
+        a.primary_settings["tmpdir"] = a.replica_settings["tmpdir"] = tmp
     rigs = {}
     for i, w in enumerate(WORKLOADS):
         ns = argparse.Namespace(**vars(a))
@@ -260,7 +262,14 @@ def cmd_measure(a) -> int:
         csv.writer(f).writerow(fields)
     rng = random.Random(a.seed)
     cfgs = calibrate.configs(a.threads_list, a.modes, [a.sync])
+    rounds_done, t_round = 0, 0.0
     for rnd in range(1, a.rounds + 1):
+        # a round started is a round finished: the next starts only if it fits the budget,
+        # as long as the last one took
+        if a.max_minutes and time.time() - t_start + t_round > 60 * a.max_minutes:
+            calibrate.log(f"time budget: stopping after {rounds_done} rounds")
+            break
+        t0 = time.time()
         # the configurations in a shuffled order; each one's two applies back to back, in a
         # random order: a pair sees the same host state (seconds apart), whatever it is
         rng.shuffle(cfgs)
@@ -280,6 +289,7 @@ def cmd_measure(a) -> int:
                           f"{row['apply_s']:8.3f} s  disk fsync {disk_ms} ms  load "
                           f"{row['load_before']:.1f}  checksum "
                           f"{'ok' if row['checksum_ok'] else 'DIFFERENT'}")
+        rounds_done, t_round = rnd, time.time() - t0
     probes["end_servers_dir"] = fsync_probe(root)
     probes["end_disk"] = fsync_probe(disk_probe_dir(a))
     meta = {"measured_by": "traces/record/split_check.py measure",
@@ -291,6 +301,7 @@ def cmd_measure(a) -> int:
             "replica_extra_settings": a.replica_settings,
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t_start)),
             "total_s": round(time.time() - t_start, 1), "chunks": a.chunks,
+            "rounds": rounds_done, "rounds_asked": a.rounds,
             "fsync_probes": probes, "workloads": info}
     with open(os.path.join(a.out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
@@ -426,6 +437,8 @@ def main(argv=None) -> int:
                    default=[0, 2, 4])
     m.add_argument("--modes", type=lambda s: s.split(","), default=["conservative", "optimistic"])
     m.add_argument("--rounds", type=int, default=4)
+    m.add_argument("--max-minutes", type=float, default=0,
+                   help="start no round that would end after this many minutes (0: no limit)")
     m.add_argument("--port", type=int, default=33500, help="uses this port and the next 3")
     m.add_argument("--sync", choices=("durable", "relaxed"), default="durable",
                    help="the replicas' durability in the timed applies")
@@ -437,8 +450,8 @@ def main(argv=None) -> int:
                    help="extra primary server setting, e.g. binlog_commit_wait_count=8")
     m.add_argument("--replica-setting", action="append", default=[], metavar="NAME=VALUE",
                    help="extra replica server setting in the timed applies")
-    m.add_argument("--replica-tmpdir", action="store_true",
-                   help="the replicas' tmpdir in --workdir's folder (default: the server's, /tmp)")
+    m.add_argument("--servers-tmpdir", action="store_true",
+                   help="the servers' tmpdir in --workdir's folder (default: the server's, /tmp)")
     r = sub.add_parser("report")
     r.add_argument("dir")
     r.add_argument("--profile", help="default: durable-mariadb or relaxed-mariadb, as the "
