@@ -305,6 +305,11 @@ def test_split_check_report_arithmetic(tmp_path):
     assert p["speedup_change"] == pytest.approx(0.2375, abs=1e-4)
     assert p["sign_test"] == {"above": 2, "below": 0, "p": 0.5}   # 2 of 2: p = 2 / 4
     assert p["change_ci95"] == [None, None]   # two rounds cannot bound a median at 95%
+    assert p["ratio_ci95"] == [None, None] and out["paired_serial_ci95"] == [None, None]
+    # seq 1 is the only multi-row transaction: the what-if is the split recording, and the
+    # serial apply keeps its length (the two chunks cost 5 + 5 of seq 1's 10, no commit cost)
+    assert p["predicted_apply_ratio"]["whatif"] == p["predicted_apply_ratio"]["scored"]
+    assert out["predicted_serial_ratio"] == {"whatif": 1.0, "scored": 1.0}
     allruns = out["states"]["all"]["rows"][0]
     # medians: serial 15 / 16.5, optimistic 6.5 / 6 -> speedups 2.308 / 2.75
     assert allruns["measured"]["whole"] == pytest.approx(15 / 6.5, abs=1e-3)
@@ -324,6 +329,8 @@ def test_split_check_paired_interval_and_sign_test():
     assert p["rounds"] == 10
     assert p["speedup_change"] == pytest.approx(0.4, abs=1e-4)
     assert p["change_ci95"] == pytest.approx([0.05, 0.75], abs=1e-4)
+    # the apply ratios 1 / (1 + change) are in the reverse order: the same order statistics
+    assert p["ratio_ci95"] == pytest.approx([1 / 1.75, 1 / 1.05], abs=1e-4)
     assert p["sign_test"]["above"] == 9 and p["sign_test"]["below"] == 1
     assert p["sign_test"]["p"] == pytest.approx(22 / 1024, abs=1e-6)
 

@@ -145,6 +145,7 @@ def paired_changes(ratios: dict) -> list[dict]:
         out.append({"mode": mode, "threads": threads, "rounds": len(rounds),
                     "apply_ratio": round(statistics.median(par), 4),
                     "ratio_range": [round(min(par), 4), round(max(par), 4)],
+                    "ratio_ci95": median_interval(par),
                     "speedup_change": round(statistics.median(change), 4),
                     "change_ci95": median_interval(change),
                     "change_range": [round(min(change), 4), round(max(change), 4)],
@@ -182,15 +183,19 @@ def cost_examples(txns, profile) -> dict:
     return out
 
 
-def predicted(txns, mode: str, threads: int, profile) -> float:
+def makespan(txns, mode: str, threads: int, profile) -> float:
+    """The model's apply time: serial for threads 0, else MariaDB's `mode` on `threads`."""
     from commitsched.metrics import RunMetrics
     from commitsched.schedulers import run_scheduler
-    ms = {}
-    for name, w in (("serial", 1), (f"commit_id+mariadb_{mode}", threads)):
-        m = RunMetrics(w)
-        run_scheduler(name, iter(txns), w, profile, m)
-        ms[name] = m.makespan
-    return ms["serial"] / ms[f"commit_id+mariadb_{mode}"]
+    name, w = ("serial", 1) if threads == 0 else (f"commit_id+mariadb_{mode}", threads)
+    m = RunMetrics(w)
+    run_scheduler(name, iter(txns), w, profile, m)
+    return m.makespan
+
+
+def predicted(txns, mode: str, threads: int, profile) -> float:
+    """The model's speedup of `mode` on `threads` over the serial apply."""
+    return makespan(txns, "-", 0, profile) / makespan(txns, mode, threads, profile)
 
 
 def disk_probe_dir(a) -> str:
@@ -338,12 +343,22 @@ def compare(folder: str, profile_name: str | None, chunks: int) -> dict:
         ser = list(ratios[("-", 0)].values())
         out["paired_serial_ratio"] = round(statistics.median(ser), 4)
         out["paired_serial_range"] = [round(min(ser), 4), round(max(ser), 4)]
+        out["paired_serial_ci95"] = median_interval(ser)
         out["paired"] = paired_changes(ratios)
         for r in out["paired"]:
             r["predicted_whatif"] = round(pred(whatif, "whatif", r["mode"], r["threads"])
                                           / pred(whole, "whole", r["mode"], r["threads"]) - 1, 4)
             r["predicted_scored"] = round(pred(split_rec, "split", r["mode"], r["threads"])
                                           / pred(whole, "whole", r["mode"], r["threads"]) - 1, 4)
+            # the model's split apply / whole apply, to hold against the measured apply ratio
+            base = makespan(whole, r["mode"], r["threads"], profile)
+            r["predicted_apply_ratio"] = {
+                "whatif": round(makespan(whatif, r["mode"], r["threads"], profile) / base, 4),
+                "scored": round(makespan(split_rec, r["mode"], r["threads"], profile) / base, 4)}
+        base = makespan(whole, "-", 0, profile)
+        out["predicted_serial_ratio"] = {
+            "whatif": round(makespan(whatif, "-", 0, profile) / base, 4),
+            "scored": round(makespan(split_rec, "-", 0, profile) / base, 4)}
     for state in (None, "fast", "slow"):
         med, loads = measured(rows, state)
         if not all(w in med and ("-", 0) in med[w] for w in WORKLOADS):
@@ -372,6 +387,10 @@ def compare(folder: str, profile_name: str | None, chunks: int) -> dict:
     return out
 
 
+def _num(x) -> str:
+    return "?" if x is None else f"{x:.2f}"
+
+
 def _pct(x) -> str:
     return "?" if x is None else f"{100 * x:+.1f}%"
 
@@ -390,16 +409,23 @@ def print_report(out: dict) -> None:
               f"{c['events']}, bytes {c['bytes']})")
     if "paired" in out:
         lo, hi = out["paired_serial_range"]
-        print(f"\npaired by round: split apply / whole apply, median [min, max] over rounds:"
-              f" serial {out['paired_serial_ratio']:.3f} [{lo:.2f}, {hi:.2f}]")
+        sci = out["paired_serial_ci95"]
+        print(f"\npaired by round: split apply / whole apply, median [min, max] over rounds"
+              f" (95% interval of the median): serial {out['paired_serial_ratio']:.3f} "
+              f"[{lo:.2f}, {hi:.2f}] ({_num(sci[0])}, {_num(sci[1])}); predicted "
+              f"{out['predicted_serial_ratio']['whatif']:.3f} (what-if) / "
+              f"{out['predicted_serial_ratio']['scored']:.3f} (scored recordings)")
         print("speedup change of each round (serial ratio / parallel ratio - 1): median "
               "[95% interval of the median]; sign test; predicted (what-if / scored recordings)")
         for r in out["paired"]:
             lo, hi = r["ratio_range"]
             st = r["sign_test"]
             ci = r["change_ci95"]
+            rci = r["ratio_ci95"]
             print(f"  {r['mode']:<13}{r['threads']:>3}: apply ratio {r['apply_ratio']:.3f} "
-                  f"[{lo:.2f}, {hi:.2f}]; change {_pct(r['speedup_change'])} "
+                  f"[{lo:.2f}, {hi:.2f}] ({_num(rci[0])}, {_num(rci[1])}), predicted "
+                  f"{r['predicted_apply_ratio']['whatif']:.3f} / "
+                  f"{r['predicted_apply_ratio']['scored']:.3f}; change {_pct(r['speedup_change'])} "
                   f"[{_pct(ci[0])}, {_pct(ci[1])}], {st['above']} up / {st['below']} down of "
                   f"{r['rounds']} (p {st['p']:.2g}); predicted {_pct(r['predicted_whatif'])} / "
                   f"{_pct(r['predicted_scored'])}")
