@@ -268,32 +268,48 @@ def test_report_has_the_blame_section(capsys, tmp_path):
 
 # ---------------------------------------------------------------- the real-replica check's arithmetic
 
-def test_split_check_report_arithmetic(tmp_path):
-    import csv
+def _split_check():
     import importlib.util
-    import shutil
     spec = importlib.util.spec_from_file_location("split_check", "traces/record/split_check.py")
     sc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sc)
+    return sc
+
+
+def _runs_csv(path, rows, fields=("workload", "round", "sync", "mode", "threads", "apply_s",
+                                  "fsync_ms", "load_before")):
+    import csv
+    with open(path / "runs.csv", "w", newline="") as f:
+        csv.writer(f).writerows([fields, *rows])
+
+
+def test_split_check_report_arithmetic(tmp_path):
+    sc = _split_check()
     txns = load_trace(HEAD_MARIADB).txns
     write_trace(str(tmp_path / "whole.jsonl.gz"), txns, {})
     write_trace(str(tmp_path / "split.jsonl.gz"), split_txns(txns, {1: 2}, IDEAL)[0], {})
-    fields = ("workload", "round", "sync", "mode", "threads", "apply_s", "fsync_ms",
-              "load_before")
     rows = []
     # round 1: serial 10 / 11, optimistic 4 threads 5 / 4; round 2: serial 20 / 22, 8 / 8
     for rnd, (sw, ss, pw, ps) in ((1, (10, 11, 5, 4)), (2, (20, 22, 8, 8))):
         for w, serial, par in (("whole", sw, pw), ("split", ss, ps)):
             rows.append((w, rnd, "durable", "-", 0, serial, 0.2, 1.0))
             rows.append((w, rnd, "durable", "optimistic", 4, par, 4.0 if rnd == 2 else 0.2, 2.0))
-    with open(tmp_path / "runs.csv", "w", newline="") as f:
-        csv.writer(f).writerows([fields, *rows])
+    _runs_csv(tmp_path, rows)
     out = sc.compare(str(tmp_path), "ideal", 2)
-    # paired: serial ratios 1.1, 1.1; optimistic 0.8, 1.0 -> median 0.9
+    # paired: serial ratios 1.1, 1.1; optimistic 0.8, 1.0 -> median 0.9; speedup change of
+    # each round 1.1 / 0.8 - 1 = 0.375 and 1.1 / 1.0 - 1 = 0.1 -> median 0.2375
     assert out["paired_serial_ratio"] == 1.1
-    assert out["paired"] == [{"mode": "optimistic", "threads": 4, "apply_ratio": 0.9,
-                              "ratio_range": [0.8, 1.0],
-                              "speedup_change": pytest.approx(1.1 / 0.9 - 1, abs=1e-4)}]
+    [p] = out["paired"]
+    assert (p["mode"], p["threads"], p["rounds"]) == ("optimistic", 4, 2)
+    assert p["apply_ratio"] == 0.9 and p["ratio_range"] == [0.8, 1.0]
+    assert p["speedup_change"] == pytest.approx(0.2375, abs=1e-4)
+    assert p["sign_test"] == {"above": 2, "below": 0, "p": 0.5}   # 2 of 2: p = 2 / 4
+    assert p["change_ci95"] == [None, None]   # two rounds cannot bound a median at 95%
+    assert p["ratio_ci95"] == [None, None] and out["paired_serial_ci95"] == [None, None]
+    # seq 1 is the only multi-row transaction: the what-if is the split recording, and the
+    # serial apply keeps its length (the two chunks cost 5 + 5 of seq 1's 10, no commit cost)
+    assert p["predicted_apply_ratio"]["whatif"] == p["predicted_apply_ratio"]["scored"]
+    assert out["predicted_serial_ratio"] == {"whatif": 1.0, "scored": 1.0}
     allruns = out["states"]["all"]["rows"][0]
     # medians: serial 15 / 16.5, optimistic 6.5 / 6 -> speedups 2.308 / 2.75
     assert allruns["measured"]["whole"] == pytest.approx(15 / 6.5, abs=1e-3)
@@ -301,6 +317,65 @@ def test_split_check_report_arithmetic(tmp_path):
     assert "slow" not in out["states"]        # no serial run had a slow fsync probe
     # example 2 on 4 threads: seq 5 queues behind seq 1 (commit 10), seq 9 behind seq 5: 12
     assert allruns["scored"]["whole"] == pytest.approx(18 / 12, abs=1e-3)
+
+
+def test_split_check_paired_interval_and_sign_test():
+    sc = _split_check()
+    # 10 rounds, speedup changes -0.05, 0.05, 0.15, ..., 0.85: the median's 95% interval is
+    # the 2nd and 9th order statistics (binomial(10, 1/2): P(X <= 1) = 11/1024 <= 0.025)
+    serial = {str(r): 1.0 for r in range(1, 11)}
+    par = {str(r): 1 / (1 + (r - 1.5) / 10) for r in range(1, 11)}
+    [p] = sc.paired_changes({("-", 0): serial, ("conservative", 4): par})
+    assert p["rounds"] == 10
+    assert p["speedup_change"] == pytest.approx(0.4, abs=1e-4)
+    assert p["change_ci95"] == pytest.approx([0.05, 0.75], abs=1e-4)
+    # the apply ratios 1 / (1 + change) are in the reverse order: the same order statistics
+    assert p["ratio_ci95"] == pytest.approx([1 / 1.75, 1 / 1.05], abs=1e-4)
+    assert p["sign_test"]["above"] == 9 and p["sign_test"]["below"] == 1
+    assert p["sign_test"]["p"] == pytest.approx(22 / 1024, abs=1e-6)
+
+
+def test_split_check_reads_the_replicas_durability_and_disk_probe(tmp_path):
+    sc = _split_check()
+    fields = ("workload", "round", "sync", "mode", "threads", "apply_s", "fsync_ms",
+              "load_before", "disk_fsync_ms")
+    # servers on tmpfs: the datadir probe says 0.01 ms; the disk probe decides fast / slow
+    rows = [(w, 1, "relaxed", "-", 0, 1.0, 0.01, 1.0, 3.0) for w in ("whole", "split")]
+    _runs_csv(tmp_path, rows, fields)
+    runs = sc.read_runs(str(tmp_path))
+    assert [r["disk_ms"] for r in runs] == [3.0, 3.0]
+    med, _ = sc.measured(runs, "slow")
+    assert med["whole"][("-", 0)] == 1.0 and sc.measured(runs, "fast")[0] == {}
+    assert sc.PROFILE_FOR_SYNC[runs[0]["sync"]] == "relaxed-mariadb"
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([("whole", 1, "durable", "-", 0, 1.0, 0.2, 1.0), ("split", 1, "relaxed", "-", 0, 1.0, 0.2, 1.0)],
+     "several durabilities"),
+    ([("whole", 1, "durable", "-", 0, "fast", 0.2, 1.0)], "line 2: a number expected"),
+    ([("halves", 1, "durable", "-", 0, 1.0, 0.2, 1.0)], "line 2: workload 'halves'"),
+    ([], "no runs"),
+])
+def test_split_check_report_refuses_bad_runs_in_one_line(tmp_path, capsys, rows, message):
+    sc = _split_check()
+    _runs_csv(tmp_path, rows)
+    assert sc.main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_split_check_report_without_runs_says_which_file(tmp_path, capsys):
+    assert _split_check().main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path}/runs.csv" in err and err.count("\n") == 1
+
+
+def test_split_check_lists_the_profile_size_terms():
+    sc = _split_check()
+    prof = replace(IDEAL, exec_event=3.0, commit_byte=0.5, dispatch_event=0.0)
+    terms = sc.size_terms(prof)
+    assert terms["events"] == {"exec_event": 3.0} and terms["bytes"] == {"commit_byte": 0.5}
+    assert terms["rows"] == {}
 
 
 @pytest.mark.parametrize("profile", ["durable-mariadb", "relaxed-mariadb"])
@@ -370,3 +445,12 @@ def test_blame_refuses_a_finite_makespan_beyond_its_time_resolution(capsys, tmp_
     err = capsys.readouterr().err
     assert code == 2 and "beyond what a float holds" in err and err.count("\n") == 1
     assert not (tmp_path / "never.txt").exists()
+
+
+@pytest.mark.parametrize("opt", ["--primary-setting", "--replica-setting"])
+def test_split_check_measure_refuses_a_setting_without_a_value(tmp_path, capsys, opt):
+    with pytest.raises(SystemExit) as e:
+        _split_check().main(["measure", "--out", str(tmp_path), opt, "binlog_cache_size"])
+    assert e.value.code == 2
+    assert "expected NAME=VALUE" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())       # refused before anything was started or written

@@ -115,6 +115,8 @@ class Rig:
         P.install()
         p_set = dict(BASE_SETTINGS, server_id="1",
                      log_bin=os.path.join(P.datadir, "binlog"), **SYNC_SETTINGS["durable"])
+        # extra primary settings a caller gives (split_check.py: group commit by count)
+        p_set.update(getattr(a, "primary_settings", None) or {})
         log(f"primary on 127.0.0.1:{P.port}, replica on 127.0.0.1:{R.port}, under {self.root}")
         P.start(p_set)
         self.version = P.sql("SELECT VERSION()")[0][0]
@@ -184,7 +186,9 @@ class Rig:
         """Restore, fetch the workload into the relay log, time the SQL thread's apply."""
         R = self.replica
         R.restore(self.snapshot)
-        R.start(replica_settings(R.workdir, sync, mode, threads))
+        # extra replica settings a caller gives (split_check.py: tmpdir on tmpfs)
+        R.start(dict(replica_settings(R.workdir, sync, mode, threads),
+                     **(getattr(self.a, "replica_settings", None) or {})))
         deadline = time.time() + 120
         while "complet" not in R.sql("SHOW STATUS LIKE 'Innodb_buffer_pool_load_status'")[0][1]:
             if time.time() > deadline:
