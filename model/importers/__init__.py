@@ -195,8 +195,10 @@ def _decoded_lines(path: str, printer: str, errors: list) -> Iterator[str]:
 def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
                 binlog_tool: str | None = None, progress: _Progress | None = None,
                 reader: Reader | None = None) -> Iterator:
-    """Yield `Txn`s (seq not yet set) from the inputs in order; raises `TraceError` with the
-    input's file and line on the first problem unless `skip_bad`."""
+    """Yield the transactions of the inputs in order: a `Txn` (seq not yet set) from text, a
+    tuple (trace line after `{"seq":N,`, commit id, standalone DDL, file index) from a binary
+    file (binlog_binary.read_binary); raises `TraceError` with the input's file and line on the
+    first problem unless `skip_bad`."""
     reader = reader or Reader(catalog, strict=not skip_bad)
     progress = progress or _Progress(False)
     n = 0
@@ -211,12 +213,12 @@ def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
             done = [0]
             size = os.path.getsize(path)
             try:
-                for txn in binlog_binary.read_binary(
+                for item in binlog_binary.read_binary(
                         reader, path, new_file=True,
                         progress=lambda off: done.__setitem__(0, off)):
                     n += 1
                     progress.show(path, done[0], size, n)
-                    yield txn
+                    yield item
             except InputError as e:
                 raise TraceError(path, None, e.reason) from None
             continue
@@ -291,6 +293,13 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
             for txn in read_binlog(paths, catalog, skip_bad=skip_bad, binlog_tool=binlog_tool,
                                    progress=prog, reader=reader):
                 seq += 1
+                if type(txn) is tuple:      # from a binary file: its line is made already
+                    tail, commit_id, ddl, file = txn
+                    groups.add(commit_id)
+                    stats.ddl += ddl
+                    last_file = max(last_file, file)
+                    out.write(f'{{"seq":{seq},{tail}\n')
+                    continue
                 txn.seq = seq
                 groups.add(txn.commit_id)
                 if txn.ddl and "transactional" not in txn.flags and txn.commit_id is None:
