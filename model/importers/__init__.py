@@ -337,13 +337,8 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
         if stats.skipped_examples:
             head["import"]["skipped_examples"] = stats.skipped_examples
 
-        def lines():
-            hd = header(head)
-            yield hd
-            with open(spool, encoding="utf-8") as f:
-                for line in f:
-                    yield line.rstrip("\n")      # encoded once, when spooled
-        write_jsonl_atomic(output, lines())
+        # the transactions' lines were encoded once, when spooled: copied as they are
+        write_jsonl_atomic(output, [header(head)], then=spool)
     finally:
         if os.path.exists(spool):
             os.unlink(spool)
