@@ -6,6 +6,8 @@ event's SQL or `###` decoded rows); only the GTID event differs (mariadb.py, mys
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import time
 from collections import Counter
@@ -28,6 +30,13 @@ TYPE_COMMENT_RE = re.compile(r" /\* [^*]*? meta=\d+ nullable=\d is_null=\d \*/$"
 SERVER_V_RE = re.compile(r"server v (\S+)")   # Format_description: "server v 8.0.36"
 QUERY_EV_RE = re.compile(r"^Query\s+thread_id=(\d{1,20})(?!\d)")
 STMT_END = "/*!*/;"
+BLOCK_END = "'/*!*/;"    # ends a BINLOG '...' statement
+UNPRINTED = "\0?"         # a value the binary reader's parser does not print yet
+
+try:        # the binary reader's parser (model/binlog_rs), for BINLOG '...' statements
+    from commitsched_binlog import BlockDecoder
+except ImportError:
+    BlockDecoder = None
 
 _DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "FLUSH",
               "INSTALL", "UNINSTALL", "SET PASSWORD")
@@ -249,6 +258,10 @@ class Reader:
         meta_pending = None   # (db, table, column text lines, pk text) of a Table_map
         lineno = 0
         pos = None
+        block: list[str] | None = None   # base64 lines of a BINLOG '...' statement
+        block_line = 0
+        decoder = None        # commitsched_binlog.BlockDecoder of this input's BINLOG statements
+        from_block = False    # the row being flushed comes from a BINLOG statement
 
         def problem(reason: str, at: int | None = None):
             at = lineno if at is None else at
@@ -283,6 +296,12 @@ class Reader:
                         raise ValueError(f"{kind} of {db}.{name} without its row image")
                     keys = self._row_keys(db, name, img)
                     cur.after_keys.update(keys)
+                if from_block:
+                    for k in keys:
+                        if UNPRINTED in k:
+                            raise ValueError(
+                                f"a key column of {db}.{name} has a type whose values the binary "
+                                f"reader does not print yet ({k.partition(UNPRINTED)[2].split(',')[0]})")
             except ValueError as e:
                 problem(str(e))
                 return
@@ -295,6 +314,37 @@ class Reader:
                 cur.writes[k] = None
             cur.hashes += len(keys)
             image = before = after = None
+
+        def binlog_statement(text: str, at: int) -> None:
+            """A `BINLOG '...'` statement (text printed without -v): its events decoded by the
+            binary reader's parser, its rows read as the printer's decoded rows would be."""
+            nonlocal decoder, event, row, image, before, after, from_block
+            if BlockDecoder is None:
+                problem("base64 BINLOG statement: the binary reader (`make setup`) decodes it; "
+                        "or print the log with -vv --base64-output=decode-rows", at)
+                return
+            try:
+                data = base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError) as e:
+                problem(f"malformed base64 in a BINLOG statement: {e}", at)
+                return
+            decoder = decoder or BlockDecoder()
+            try:
+                items = decoder.feed(data)
+            except ValueError as e:
+                problem(f"cannot decode the BINLOG statement: {e}", at)
+                return
+            flush_row()
+            from_block = True
+            for kind, db, name, rows in items:
+                for b, a in rows:
+                    row, before, after, image = (kind, db, name), b, a, None
+                    if cur is not None:
+                        cur.rows += 1
+                    flush_row()
+            from_block = False
+            if items:
+                event = "block rows"     # with -v, the printer's ### lines repeat these rows
 
         def finish() -> Txn | None:
             nonlocal cur
@@ -371,6 +421,8 @@ class Reader:
             c0 = line[0]
             if c0 == "#":
                 if line.startswith("###"):
+                    if event == "block rows":
+                        continue
                     if event not in ("rows",):
                         problem(f"decoded row line outside a rows event: {line[:60]!r}")
                         continue
@@ -550,7 +602,17 @@ class Reader:
                     or line.startswith("/*!50530 SET") or line.startswith("/*!40019 SET"):
                 continue
             if line.startswith("BINLOG '"):
-                problem("base64 BINLOG statement: print the log with -vv --base64-output=decode-rows")
+                block, block_line = [], lineno
+                line = line[len("BINLOG '"):]
+                if not line:
+                    continue
+            if block is not None:
+                if line.endswith(BLOCK_END):
+                    block.append(line[: -len(BLOCK_END)])
+                    text, block = "".join(block), None
+                    binlog_statement(text, block_line)
+                else:
+                    block.append(line)
                 continue
             if event in ("rows", "table_map"):
                 problem(f"unexpected text inside a {event} event: {line[:60]!r}")
@@ -611,6 +673,8 @@ class Reader:
             problem(f"unreadable line {line[:60]!r}")
         # ---- end of this input
         flush_row()
+        if block is not None:
+            problem("input ends inside a BINLOG statement (truncated?)", lineno)
         if stmt:
             problem("input ends inside a Query event (truncated?)")
         if cur is not None:

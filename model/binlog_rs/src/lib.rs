@@ -14,6 +14,7 @@
 // pyo3 0.22's create_exception! checks a cfg this crate does not declare
 #![allow(unexpected_cfgs)]
 
+mod blocks;
 mod txn;
 mod values;
 
@@ -451,11 +452,7 @@ impl TxnReader {
                 Some(EventData::TableMapEvent(t)) => t.into_owned(),
                 _ => return Ok(()),
             };
-            let n = tme.columns_count() as usize;
-            let cols = Columns {
-                types: (0..n).map(|i| tme.get_column_type(i).ok().flatten()).collect(),
-                meta: (0..n).map(|i| tme.get_column_metadata(i).unwrap_or(&[]).to_vec()).collect(),
-            };
+            let cols = Columns::of(&tme);
             let id = tme.table_id();
             if self.table_ids.len() > 100_000 {
                 self.table_ids.clear();
@@ -530,7 +527,7 @@ impl TxnReader {
         };
         let plan = self.plan(py, id)?;
         let table = &self.tables[&id];
-        let images = decode_rows(&r, table, plan.wanted.as_deref(), ev.data().len() + 1)
+        let images = decode_rows(&r, &table.tme, &table.cols, plan.wanted.as_deref(), ev.data().len() + 1)
             .map_err(|why| Halt::Fatal(pos, why))?;
         for (b, a) in images {
             let cur = self.cur.as_mut().expect("an open transaction");
@@ -634,9 +631,10 @@ impl TxnReader {
 
 /// Every row of a rows event as (before image, after image), only the `wanted` columns
 /// printed; `most`: more rows than this is a damaged event whose rows take no bytes.
-fn decode_rows(
+pub(crate) fn decode_rows(
     r: &RowsEventData,
-    table: &Table,
+    tme: &TableMapEvent,
+    cols: &Columns,
     wanted: Option<&[bool]>,
     most: usize,
 ) -> Result<Vec<(Option<Image>, Option<Image>)>, String> {
@@ -648,14 +646,14 @@ fn decode_rows(
             bits.map(|b| b.iter_ones().collect()).unwrap_or_default()
         };
         let (bc, ac) = (present(r.columns_before_image()), present(r.columns_after_image()));
-        for (k, row) in r.rows(&table.tme).enumerate() {
+        for (k, row) in r.rows(tme).enumerate() {
             if k > most {
                 return Err("corrupt rows event (rows of no bytes)".into());
             }
             let (b, a) = row.map_err(row_err)?;
             out.push((
-                b.map(|b| image_of_row(&b, &bc, &table.cols, wanted)),
-                a.map(|a| image_of_row(&a, &ac, &table.cols, wanted)),
+                b.map(|b| image_of_row(&b, &bc, cols, wanted)),
+                a.map(|a| image_of_row(&a, &ac, cols, wanted)),
             ));
         }
         return Ok(out);
@@ -669,8 +667,8 @@ fn decode_rows(
             return Err("corrupt rows event (rows of no bytes)".into());
         }
         k += 1;
-        let b = bc.map(|bits| read_image(&mut buf, &table.cols, bits, n, wanted)).transpose().map_err(row_err)?;
-        let a = ac.map(|bits| read_image(&mut buf, &table.cols, bits, n, wanted)).transpose().map_err(row_err)?;
+        let b = bc.map(|bits| read_image(&mut buf, cols, bits, n, wanted)).transpose().map_err(row_err)?;
+        let a = ac.map(|bits| read_image(&mut buf, cols, bits, n, wanted)).transpose().map_err(row_err)?;
         out.push((b, a));
     }
     Ok(out)
@@ -775,6 +773,7 @@ fn commitsched_binlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Panics are caught and turned into problems above: keep their text off stderr.
     std::panic::set_hook(Box::new(|_| {}));
     m.add_class::<TxnReader>()?;
+    m.add_class::<blocks::BlockDecoder>()?;
     m.add("BinlogProblem", m.py().get_type_bound::<BinlogProblem>())?;
     Ok(())
 }

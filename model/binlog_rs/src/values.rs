@@ -9,6 +9,7 @@
 use std::io;
 
 use bitvec::slice::BitSlice;
+use mysql_common::binlog::events::TableMapEvent;
 use mysql_common::binlog::row::BinlogRow;
 use mysql_common::binlog::value::BinlogValue;
 use mysql_common::constants::ColumnType;
@@ -37,6 +38,16 @@ impl Image {
 pub struct Columns {
     pub types: Vec<Option<ColumnType>>,
     pub meta: Vec<Vec<u8>>,
+}
+
+impl Columns {
+    pub fn of(tme: &TableMapEvent) -> Self {
+        let n = tme.columns_count() as usize;
+        Columns {
+            types: (0..n).map(|i| tme.get_column_type(i).ok().flatten()).collect(),
+            meta: (0..n).map(|i| tme.get_column_metadata(i).unwrap_or(&[]).to_vec()).collect(),
+        }
+    }
 }
 
 fn uint_width(ty: ColumnType) -> Option<u32> {
