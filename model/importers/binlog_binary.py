@@ -38,12 +38,12 @@ def available() -> bool:
     return TxnReader is not None
 
 
-def read_binary(reader: Reader, path: str, new_file: bool = True,
-                progress=None) -> Iterator[tuple]:
-    """Yield the transactions of one binary binlog file as (trace line after `{"seq":N,`,
-    commit id, counts as a standalone DDL, binlog file index), sharing `reader`'s state
-    (catalog, file index, skipped transactions) so text and binary inputs can follow each
-    other."""
+def read_binary(reader: Reader, path: str, tally, new_file: bool = True,
+                progress=None) -> Iterator[str]:
+    """Yield the transactions of one binary binlog file as runs of trace lines, numbered on from
+    `tally.seq`; `tally` (importers._Tally) counts them, their commit groups, standalone DDL and
+    files. Shares `reader`'s state (catalog, file index, skipped transactions) so text and
+    binary inputs can follow each other."""
     if TxnReader is None:
         raise BinaryInputError(0, "the binary binlog reader (commitsched_binlog) is not built: "
                                   "run `make setup`")
@@ -59,12 +59,18 @@ def read_binary(reader: Reader, path: str, new_file: bool = True,
     try:
         while True:
             try:
-                batch = events.next_batch(_BATCH)
+                batch = events.next_batch(_BATCH, tally.seq, tally.groups.last)
             except BinlogProblem as e:          # strict: the first problem ends the import
                 raise BinaryInputError(e.args[0], e.args[1]) from None
             if batch is None:
                 break
-            yield from batch
+            text, count, groups, tally.groups.last, ddl, last_file = batch
+            tally.seq += count
+            tally.groups.groups += groups
+            tally.ddl += ddl
+            tally.last_file = max(tally.last_file, last_file)
+            if text:
+                yield text
             if progress is not None:
                 progress(events.offset)
     finally:

@@ -19,6 +19,7 @@ mod txn;
 mod values;
 
 use std::collections::HashMap;
+use std::fmt::Write;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -33,7 +34,7 @@ use mysql_common::io::ParseBuf;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyDict;
 
 use txn::{Open, F_ALLOW_PARALLEL, F_DDL, F_TRANSACTIONAL, F_WAITED};
 use values::{image_of_row, read_image, Columns, Image, UNPRINTED};
@@ -99,9 +100,19 @@ impl From<PyErr> for Halt {
 
 type Step = Result<(), Halt>;
 
-/// A finished transaction: (trace line after `{"seq":N,`, commit id, counts as a standalone
-/// DDL, binlog file index).
-type Done = (String, Option<u64>, bool, u64);
+/// What the transactions finished in one batch add to the import's counts (importers/
+/// __init__.py: `_Tally`): their trace lines, numbered on from `seq`, and how many commit
+/// groups (a run of transactions with one commit id), standalone DDL and files they make.
+#[derive(Default)]
+struct Batch {
+    text: String,
+    seq: u64,
+    count: u64,
+    groups: u64,
+    last_commit_id: Option<u64>,
+    ddl: u64,
+    last_file: u64,
+}
 
 #[pyclass]
 struct TxnReader {
@@ -112,7 +123,6 @@ struct TxnReader {
     strict: bool,
     hooks: PyObject,
     tables: HashMap<u64, Table>,
-    table_ids: HashMap<Vec<u8>, u64>,
     plans: HashMap<(String, String), Arc<Plan>>,
     generation: u64,
     cur: Option<Open>,
@@ -131,7 +141,7 @@ struct TxnReader {
     #[pyo3(get)]
     mysql_gtids: u64,
     skipped: Vec<(u64, Option<String>, String, bool)>,
-    out: Vec<Done>,
+    batch: Batch,
 }
 
 fn fatal_decode(pos: u64, raw: u8) -> impl Fn(io::Error) -> Halt {
@@ -170,8 +180,18 @@ impl TxnReader {
                 self.skipped.push((line, done.gtid, why, false));
                 return;
             }
-            let ddl = done.ddl && done.flags & F_TRANSACTIONAL == 0 && done.commit_id.is_none();
-            self.out.push((done.json_tail(), done.commit_id, ddl, done.file));
+            let b = &mut self.batch;
+            b.seq += 1;
+            b.count += 1;
+            let _ = write!(b.text, "{{\"seq\":{},", b.seq);
+            done.write_tail(&mut b.text);
+            b.text.push('\n');
+            if done.commit_id.is_none() || done.commit_id != b.last_commit_id {
+                b.groups += 1;
+            }
+            b.last_commit_id = done.commit_id;
+            b.ddl += (done.ddl && done.flags & F_TRANSACTIONAL == 0 && done.commit_id.is_none()) as u64;
+            b.last_file = b.last_file.max(done.file);
         }
     }
 
@@ -446,18 +466,17 @@ impl TxnReader {
     fn table_map(&mut self, ev: &Event, pos: u64) -> Step {
         let d = ev.data();
         // each transaction maps its tables again, nearly always as before: parse only changes
-        let known = self.table_ids.get(d).copied().filter(|id| self.tables.get(id).is_some_and(|t| t.raw == d));
-        if known.is_none() {
+        // (the table id leads the event: 6 bytes, or 4 in a post-header of 6)
+        let id_len = if self.fde.get_event_type_header_length(EventType::TABLE_MAP_EVENT) == 6 { 4 } else { 6 };
+        let id = (d.len() >= id_len).then(|| d[..id_len].iter().rev().fold(0u64, |a, &b| (a << 8) | b as u64));
+        let known = id.is_some_and(|id| self.tables.get(&id).is_some_and(|t| t.raw == d));
+        if !known {
             let tme = match ev.read_data().map_err(fatal_decode(pos, EventType::TABLE_MAP_EVENT as u8))? {
                 Some(EventData::TableMapEvent(t)) => t.into_owned(),
                 _ => return Ok(()),
             };
             let cols = Columns::of(&tme);
             let id = tme.table_id();
-            if self.table_ids.len() > 100_000 {
-                self.table_ids.clear();
-            }
-            self.table_ids.insert(d.to_vec(), id);
             let table = Table {
                 raw: d.to_vec(),
                 db: tme.database_name().into_owned(),
@@ -568,7 +587,7 @@ impl TxnReader {
             if plan.fk_parent {
                 cur.fk_parent = true;
             }
-            cur.add_keys(&bk, &ak);
+            cur.add_keys(bk, ak);
         }
         Ok(())
     }
@@ -697,7 +716,6 @@ impl TxnReader {
             strict,
             hooks,
             tables: HashMap::new(),
-            table_ids: HashMap::new(),
             plans: HashMap::new(),
             generation: 0,
             cur: None,
@@ -709,15 +727,26 @@ impl TxnReader {
             mariadb_gtids: 0,
             mysql_gtids: 0,
             skipped: Vec::new(),
-            out: Vec::new(),
+            batch: Batch::default(),
         })
     }
 
-    /// The transactions finished in the next `n` events, or None after the end of the file.
-    fn next_batch(&mut self, py: Python<'_>, n: usize) -> PyResult<Option<PyObject>> {
-        if self.done && self.out.is_empty() {
+    /// The transactions finished in the next `n` events, numbered from `seq` + 1, with the
+    /// previous transaction's commit id: (their trace lines, how many, commit groups begun,
+    /// the last commit id, standalone DDL, the highest file index); None after the end.
+    #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (n, seq, last_commit_id))]
+    fn next_batch(
+        &mut self,
+        py: Python<'_>,
+        n: usize,
+        seq: u64,
+        last_commit_id: Option<u64>,
+    ) -> PyResult<Option<(String, u64, u64, Option<u64>, u64, u64)>> {
+        if self.done {
             return Ok(None);
         }
+        self.batch = Batch { seq, last_commit_id, ..Default::default() };
         for _ in 0..n {
             if self.done {
                 break;
@@ -752,8 +781,8 @@ impl TxnReader {
                 }
             }
         }
-        let out = PyList::new_bound(py, self.out.drain(..).map(|t| -> PyObject { t.into_py(py) }));
-        Ok(Some(out.into_py(py)))
+        let b = std::mem::take(&mut self.batch);
+        Ok(Some((b.text, b.count, b.groups, b.last_commit_id, b.ddl, b.last_file)))
     }
 
     /// Transactions left out (not strict): (binlog position, gtid, reason, outside any).

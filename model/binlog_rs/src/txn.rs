@@ -18,6 +18,8 @@ const FLAG_NAMES: [(u8, &str); 4] = [
 ];
 
 const BEFORE: u8 = 1;
+/// Up to this many keys a transaction's keys are found by a scan, past it by a hash map.
+const SCAN: usize = 16;
 const AFTER: u8 = 2;
 
 #[derive(Default)]
@@ -56,19 +58,30 @@ impl Open {
     }
 
     /// Records one row's keys: `before` of an UPDATE's before image, the rest as after keys.
-    pub fn add_keys(&mut self, before: &[String], after: &[String]) {
+    pub fn add_keys(&mut self, before: Vec<String>, after: Vec<String>) {
+        self.hashes += (before.len() + after.len()) as u64;
         for (keys, bit) in [(before, BEFORE), (after, AFTER)] {
             for k in keys {
-                match self.index.get(k) {
-                    Some(&i) => self.writes[i].1 |= bit,
+                // most transactions write a few keys: a scan beats hashing them
+                let found = if self.writes.len() <= SCAN {
+                    self.writes.iter().position(|(w, _)| *w == k)
+                } else {
+                    if self.index.is_empty() {
+                        self.index = self.writes.iter().enumerate().map(|(i, (w, _))| (w.clone(), i)).collect();
+                    }
+                    self.index.get(&k).copied()
+                };
+                match found {
+                    Some(i) => self.writes[i].1 |= bit,
                     None => {
-                        self.index.insert(k.clone(), self.writes.len());
-                        self.writes.push((k.clone(), bit));
+                        if !self.index.is_empty() {
+                            self.index.insert(k.clone(), self.writes.len());
+                        }
+                        self.writes.push((k, bit));
                     }
                 }
             }
         }
-        self.hashes += (before.len() + after.len()) as u64;
     }
 
     pub fn add_db(&mut self, d: String) {
@@ -89,15 +102,14 @@ impl Open {
         }
     }
 
-    /// The trace line after `{"seq":N,`: the fields to_json writes, in its order.
-    pub fn json_tail(&self) -> String {
-        let mut o = String::with_capacity(64 + self.writes.len() * 40);
+    /// Appends the trace line after `{"seq":N,`: the fields to_json writes, in its order.
+    pub fn write_tail(&self, o: &mut String) {
         o.push_str("\"writes\":[");
         for (i, (k, _)) in self.writes.iter().enumerate() {
             if i > 0 {
                 o.push(',');
             }
-            json_str(&mut o, k);
+            json_str(o, k);
         }
         o.push(']');
         // keys only an UPDATE's before image gave
@@ -106,7 +118,7 @@ impl Open {
             if *bits == BEFORE {
                 o.push_str(if first { ",\"before_images\":[" } else { "," });
                 first = false;
-                json_str(&mut o, k);
+                json_str(o, k);
             }
         }
         if !first {
@@ -114,7 +126,7 @@ impl Open {
         }
         if let Some(g) = &self.gtid {
             o.push_str(",\"gtid\":");
-            json_str(&mut o, g);
+            json_str(o, g);
         }
         if self.file != 1 {
             let _ = write!(o, ",\"file\":{}", self.file);
@@ -151,7 +163,7 @@ impl Open {
                 if i > 0 {
                     o.push(',');
                 }
-                json_str(&mut o, d);
+                json_str(o, d);
             }
             o.push(']');
         }
@@ -163,7 +175,7 @@ impl Open {
         }
         if let Some(t) = self.timestamp {
             o.push_str(",\"timestamp\":");
-            py_float(&mut o, t);
+            py_float(o, t);
         }
         if self.events > 0 {
             let _ = write!(o, ",\"events\":{}", self.events);
@@ -178,7 +190,6 @@ impl Open {
             let _ = write!(o, ",\"write_set_size\":{}", self.hashes);
         }
         o.push('}');
-        o
     }
 }
 
