@@ -183,3 +183,31 @@ def test_damage_mid_file_keeps_the_transactions_before_it_when_skipping(tmp_path
     assert sum(stats.skipped.values()) == 1
     head = [t.to_json() for t in load_trace(str(tmp_path / "whole.jsonl"))][:stats.transactions]
     assert [t.to_json() for t in load_trace(str(tmp_path / "cut.jsonl"))] == head
+
+
+COMPRESSED = os.path.join(FIX, "mariadb_compressed.binlog.000002")
+
+
+@pytest.mark.skipif(shutil.which("mariadb-binlog") is None, reason="mariadb-binlog not installed")
+def test_mariadb_compressed_events_read_alike_by_every_path(tmp_path):
+    """log_bin_compress=ON: compressed Query and rows events, read by the binary reader, by
+    the text importer from the printer's decoded rows and from its BINLOG statements."""
+    decoded = subprocess.run(["mariadb-binlog", "--no-defaults", "-vv",
+                              "--base64-output=decode-rows", COMPRESSED],
+                             capture_output=True, text=True, check=True).stdout
+    assert "Query_compressed" in decoded and "Update_compressed_rows" in decoded
+    texts = {"decoded": decoded, "base64": subprocess.run(
+        ["mariadb-binlog", "--no-defaults", COMPRESSED], capture_output=True, text=True,
+        check=True).stdout}
+    out = str(tmp_path / "native.jsonl")
+    import_binlog([COMPRESSED], out)
+    native = [t.to_json() for t in load_trace(out)]
+    assert len(native) == 7 and sum(t.get("ddl", False) for t in native) == 3
+    assert native[3]["writes"] == ["shop.item/PRIMARY=2", "shop.item/code='a-2'",
+                                   "shop.item/code='b-2'", "shop.item/PRIMARY=3",
+                                   "shop.item/code='a-3'"]
+    for name, text in texts.items():
+        path = tmp_path / f"{name}.txt"
+        path.write_text(text)
+        import_binlog([str(path)], str(tmp_path / "t.jsonl"))
+        assert [t.to_json() for t in load_trace(str(tmp_path / "t.jsonl"))] == native, name

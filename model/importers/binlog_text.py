@@ -22,15 +22,17 @@ HEADER_RE = re.compile(r"^#(\d{6})\s+(\d{1,2}):(\d\d):(\d\d) server id (\d+)\s+e
                        r"(?: CRC32 0x[0-9a-fA-F]+)?\s+(.*)$")
 # Numbers are the servers' 64-bit values, at most 20 digits: a longer one is malformed input.
 TABLE_MAP_RE = re.compile(r"^Table_map: `((?:[^`]|``)+)`\.`((?:[^`]|``)+)` mapped to number (\d{1,20})(?!\d)")
-ROWS_EV_RE = re.compile(r"^(Write|Update|Delete)_rows(?:_v1|_compressed|_compressed_v1)?: table id (\d{1,20})(?!\d)")
+# MariaDB prints its compressed rows events (log_bin_compress) as Write_compressed_rows[_v1]
+ROWS_EV_RE = re.compile(r"^(Write|Update|Delete)(?:_compressed)?_rows(?:_v1|_compressed|_compressed_v1)?: table id (\d{1,20})(?!\d)")
 ROW_START_RE = re.compile(r"^### (INSERT INTO|UPDATE|DELETE FROM) `((?:[^`]|``)+)`\.`((?:[^`]|``)+)`$")
 COL_RE = re.compile(r"^###   @(\d{1,5})=(.*)$")    # a table has at most 4096 columns
 # -vv appends the column type: " /* INT meta=0 nullable=0 is_null=0 */"
 TYPE_COMMENT_RE = re.compile(r" /\* [^*]*? meta=\d+ nullable=\d is_null=\d \*/$")
 SERVER_V_RE = re.compile(r"server v (\S+)")   # Format_description: "server v 8.0.36"
-QUERY_EV_RE = re.compile(r"^Query\s+thread_id=(\d{1,20})(?!\d)")
+QUERY_EV_RE = re.compile(r"^Query(?:_compressed)?\s+thread_id=(\d{1,20})(?!\d)")
 STMT_END = "/*!*/;"
 BLOCK_END = "'/*!*/;"    # ends a BINLOG '...' statement
+_B64_PARTS = re.compile(r"[^=]*=*")
 UNPRINTED = "\0?"         # a value the binary reader's parser does not print yet
 
 try:        # the binary reader's parser (model/binlog_rs), for BINLOG '...' statements
@@ -324,7 +326,10 @@ class Reader:
                         "or print the log with -vv --base64-output=decode-rows", at)
                 return
             try:
-                data = base64.b64decode(text, validate=True)
+                # one statement holds several events, each encoded on its own: a padded one
+                # ends its stream, the next begins after it
+                data = b"".join(base64.b64decode(part, validate=True)
+                                for part in _B64_PARTS.findall(text) if part)
             except (binascii.Error, ValueError) as e:
                 problem(f"malformed base64 in a BINLOG statement: {e}", at)
                 return
@@ -573,7 +578,8 @@ class Reader:
                                         "Transaction_payload", "Transaction_context",
                                         "View_change", "XA PREPARE", "Unknown")):
                         continue
-                    if body.startswith(("Write_rows", "Update_rows", "Delete_rows")):
+                    if body.startswith(("Write_rows", "Update_rows", "Delete_rows", "Write_compressed",
+                                        "Update_compressed", "Delete_compressed")):
                         problem(f"unknown rows event form {body[:60]!r}")
                         continue
                     continue  # an event we do not need

@@ -66,6 +66,11 @@ impl BlockDecoder {
                 Err(_) => return Err(PyValueError::new_err("corrupt event")),
             };
             let raw = ev.header().event_type_raw();
+            let ev = match crate::compressed::plain_type(raw) {
+                Some(_) => crate::compressed::uncompress(&ev, &self.fde)
+                    .map_err(|why| PyValueError::new_err(format!("compressed event (type {}): {}", raw, why)))?,
+                None => ev,
+            };
             let decoded = catch_unwind(AssertUnwindSafe(|| -> Result<Option<PyObject>, String> {
                 let data = ev.read_data().map_err(|e| format!("cannot decode event type {}: {}", raw, e))?;
                 match data {

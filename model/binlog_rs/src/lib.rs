@@ -15,6 +15,7 @@
 #![allow(unexpected_cfgs)]
 
 mod blocks;
+mod compressed;
 mod txn;
 mod values;
 
@@ -249,16 +250,21 @@ impl TxnReader {
             c.events += 1;
             c.end_pos = Some(end);
         }
+        if compressed::plain_type(raw).is_some() {
+            // MariaDB's compressed Query / rows events: read as the plain event they hold
+            return match compressed::uncompress(ev, &self.fde) {
+                Ok(plain) => self.dispatch(py, &plain, pos, end, ts),
+                Err(why) => self.problem(format!("compressed event (type {}): {}", raw, why), pos),
+            };
+        }
+        self.dispatch(py, ev, pos, end, ts)
+    }
+
+    fn dispatch(&mut self, py: Python<'_>, ev: &Event, pos: u64, end: u64, ts: u32) -> Step {
+        let raw = ev.header().event_type_raw();
         match raw {
             MARIADB_GTID_EVENT => return self.mariadb_gtid(ev, pos, end, ts),
             MARIADB_ANNOTATE_ROWS_EVENT => return Ok(()),
-            165..=171 => {
-                // MariaDB compressed Query / Rows events
-                return self.problem(
-                    format!("event type {} (a compressed transaction or event) is not read yet by the binary reader", raw),
-                    pos,
-                );
-            }
             r if r == EventType::TABLE_MAP_EVENT as u8 => return self.table_map(ev, pos),
             23 | 24 | 25 | 30 | 31 | 32 | 39 => return self.rows(py, ev, pos),
             _ => {}
@@ -301,7 +307,7 @@ impl TxnReader {
                 self.problem("Incident event: the source marked a gap in its binlog", pos)
             }
             Some(EventData::TransactionPayloadEvent(_)) => self.problem(
-                format!("event type {} (a compressed transaction or event) is not read yet by the binary reader", raw),
+                format!("event type {} (a MySQL compressed transaction) is not read yet by the binary reader", raw),
                 pos,
             ),
             _ => Ok(()),
