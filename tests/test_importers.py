@@ -24,6 +24,8 @@ MDB_DDL = os.path.join(FIX, "mariadb_ddl_mix.txt")
 MDB_NOMETA = os.path.join(FIX, "mariadb_no_metadata.txt")
 MDB_BINARY = os.path.join(FIX, "mariadb_tiny.binlog.000002")
 MDB_BINARY_SCHEMA = os.path.join(FIX, "mariadb_tiny.schema.sql")
+MDB_VV_BASE64 = os.path.join(FIX, "mariadb_tiny_vv_base64.txt")
+MDB_BASE64_ONLY = os.path.join(FIX, "mariadb_tiny_base64_only.txt")
 
 
 def imp(tmp_path, paths, **kw):
@@ -198,6 +200,85 @@ def test_mariadb_unknown_table_skip_bad_counts(tmp_path):
 def test_schema_option_fixes_unknown_tables(tmp_path):
     stats, tr = imp(tmp_path, [MDB_NOMETA], schema=MDB_BINARY_SCHEMA)
     assert len(tr) == len(_gtid_lines(MDB_NOMETA)) and not stats.skipped
+
+
+def _rows_of(trace):
+    return [(x.gtid, x.writes, x.flags, x.timestamp, x.events, x.bytes, x.rows) for x in trace]
+
+
+def test_vv_without_decode_rows_reads_the_decoded_rows(tmp_path):
+    """`-vv` without --base64-output=decode-rows (the printer's default) prints every rows event
+    twice: a base64 BINLOG statement, then the decoded `###` rows. Real output of the same binlog
+    printed both ways gives the same trace."""
+    base64_lines = sum(1 for l in lines_of(MDB_VV_BASE64) if l.startswith("BINLOG '"))
+    assert base64_lines > len(_gtid_lines(MDB_VV_BASE64))   # the Start event's and every rows event's
+    _, a = imp(tmp_path, [MDB_VV_BASE64], schema=MDB_BINARY_SCHEMA)
+    _, b = imp(tmp_path, [MDB_NOMETA], schema=MDB_BINARY_SCHEMA)
+    assert len(a) == len(_gtid_lines(MDB_VV_BASE64)) == 12
+    assert _rows_of(a) == _rows_of(b)
+    assert sum(len(x.writes) for x in a) > 0
+
+
+def test_rows_printed_only_as_base64_are_decoded_or_refused_at_their_statement(tmp_path,
+                                                                               monkeypatch):
+    """Without -v the rows exist only in base64: decoded by the binary reader's parser when it
+    is built (the same trace as the decoded rows); without it, refused at the end of the first
+    rows event's BINLOG statement (the Start event's BINLOG statement before it is fine)."""
+    lines = lines_of(MDB_BASE64_ONLY)
+    assert not any(l.startswith("###") for l in lines)
+    from commitsched.importers import binlog_text
+    if binlog_text.BlockDecoder is not None:
+        _, a = imp(tmp_path, [MDB_BASE64_ONLY], schema=MDB_BINARY_SCHEMA)
+        _, b = imp(tmp_path, [MDB_NOMETA], schema=MDB_BINARY_SCHEMA)
+        assert len(a) == len(_gtid_lines(MDB_BASE64_ONLY)) == 2 and _rows_of(a) == _rows_of(b)[:2]
+    monkeypatch.setattr(binlog_text, "BlockDecoder", None)
+    with pytest.raises(TraceError) as e:
+        import_binlog([MDB_BASE64_ONLY], str(tmp_path / "t.jsonl"), schema=MDB_BINARY_SCHEMA)
+    first_rows = next(i for i, l in enumerate(lines) if "\tUpdate_rows:" in l or "\tWrite_rows:" in l)
+    close = next(i for i in range(first_rows, len(lines)) if lines[i].startswith("'/*!*/;")) + 1
+    assert e.value.line == close and "only as base64" in e.value.reason and "-v" in e.value.reason
+    stats, tr = imp(tmp_path, [MDB_BASE64_ONLY], schema=MDB_BINARY_SCHEMA, skip_bad=True)
+    assert len(tr) == 0 and sum(stats.skipped.values()) == len(_gtid_lines(MDB_BASE64_ONLY)) == 2
+
+
+@pytest.mark.parametrize("cut,reason", [
+    (lambda ls, i: ls[:i + 2], "ends inside a BINLOG statement"),
+    (lambda ls, i: ls[:i + 2] + ["COMMIT/*!*/;\n"] + ls[i + 2:], "without its closing"),
+])
+def test_broken_binlog_statement_is_an_error_at_its_line(tmp_path, cut, reason):
+    lines = lines_of(MDB_VV_BASE64)
+    i = next(k for k, l in enumerate(lines) if l.startswith("BINLOG '") and k > 20)
+    p = tmp_path / "bad.txt"
+    p.write_text("".join(cut(lines, i)), encoding="utf-8")
+    with pytest.raises(TraceError) as e:
+        import_binlog([str(p)], str(tmp_path / "t.jsonl"), schema=MDB_BINARY_SCHEMA)
+    assert reason in e.value.reason and e.value.line is not None and e.value.line >= i + 2
+
+
+def _with_artificial_rotate(path, out, name):
+    """`path` as a printer reading from a server prints it: an artificial Rotate event (time 0,
+    end_log_pos 0) naming the file comes before its Start event (constructed from real text)."""
+    lines = lines_of(path)
+    i = next(k for k, l in enumerate(lines) if l.startswith("DELIMITER /*!*/;")) + 1
+    fake = ["# at 4\n", f"#700101  0:00:00 server id 1  end_log_pos 0 \tRotate to {name}  pos: 4\n"]
+    out.write_text("".join(lines[:i] + fake + lines[i:]), encoding="utf-8")
+    return str(out)
+
+
+def test_artificial_rotate_does_not_start_a_file(tmp_path):
+    a = _with_artificial_rotate(MDB_NOMETA, tmp_path / "a.txt", "binlog.000002")
+    b = _with_artificial_rotate(MDB_NOMETA, tmp_path / "b.txt", "binlog.000003")
+    stats, tr = imp(tmp_path, [a], schema=MDB_BINARY_SCHEMA)
+    _, plain = imp(tmp_path, [MDB_NOMETA], schema=MDB_BINARY_SCHEMA)
+    assert stats.files == 1 and {x.file for x in tr} == {1} and _rows_of(tr) == _rows_of(plain)
+    stats, tr = imp(tmp_path, [a, b], schema=MDB_BINARY_SCHEMA)
+    assert stats.files == 2 and [x.file for x in tr] == [1] * len(plain) + [2] * len(plain)
+
+
+def test_padded_float_value_loses_its_padding():
+    from commitsched.importers.binlog_text import _value
+    assert _value("12345.7              /* FLOAT meta=4 nullable=1 is_null=0 */") == ("12345.7", False)
+    assert _value("'a  ' /* VARSTRING(40) meta=40 nullable=1 is_null=0 */") == ("'a  '", False)
 
 
 def test_several_inputs_are_several_files(tmp_path):

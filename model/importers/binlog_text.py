@@ -1,4 +1,4 @@
-"""Streaming reader of `mariadb-binlog`/`mysqlbinlog -vv --base64-output=decode-rows` text.
+"""Streaming reader of `mariadb-binlog`/`mysqlbinlog -vv [--base64-output=decode-rows]` text.
 
 One pass, line by line, never holding more than the current transaction. The printers share
 their event layout (`# at POS`, an event header line `#YYMMDD HH:MM:SS server id ...`, then the
@@ -6,7 +6,7 @@ event's SQL or `###` decoded rows); only the GTID event differs (mariadb.py, mys
 """
 from __future__ import annotations
 
-import base64
+import base64 as base64_mod
 import binascii
 import re
 import time
@@ -31,11 +31,12 @@ TYPE_COMMENT_RE = re.compile(r" /\* [^*]*? meta=\d+ nullable=\d is_null=\d \*/$"
 SERVER_V_RE = re.compile(r"server v (\S+)")   # Format_description: "server v 8.0.36"
 QUERY_EV_RE = re.compile(r"^Query(?:_compressed)?\s+thread_id=(\d{1,20})(?!\d)")
 STMT_END = "/*!*/;"
-BLOCK_END = "'/*!*/;"    # ends a BINLOG '...' statement
-_B64_PARTS = re.compile(r"[^=]*=*")
+# a BINLOG statement's lines: each event's base64, wrapped at 76 characters (multiples of 4)
+_BASE64_RE = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
+_B64_PARTS = re.compile(r"[^=]*=*")   # one statement's events, each its own padded stream
 UNPRINTED = "\0?"         # a value the binary reader's parser does not print yet
 
-try:        # the binary reader's parser (model/binlog_rs), for BINLOG '...' statements
+try:        # the binary reader's parser (model/binlog_rs): rows printed only in base64
     from commitsched_binlog import BlockDecoder
 except ImportError:
     BlockDecoder = None
@@ -138,7 +139,7 @@ def _value(raw: str) -> tuple[str, bool]:
     """A printed column value without its -vv type comment, and whether it is NULL."""
     m = TYPE_COMMENT_RE.search(raw)
     if m:
-        raw = raw[:m.start()]
+        raw = raw[:m.start()].rstrip(" ")   # FLOAT is printed padded: "12345.7              /* FLOAT"
     return raw, raw == "NULL"
 
 
@@ -260,9 +261,18 @@ class Reader:
         meta_pending = None   # (db, table, column text lines, pk text) of a Table_map
         lineno = 0
         pos = None
-        block: list[str] | None = None   # base64 lines of a BINLOG '...' statement
-        block_line = 0
-        decoder = None        # commitsched_binlog.BlockDecoder of this input's BINLOG statements
+        # `-v` without --base64-output=decode-rows also prints each event as a base64 BINLOG
+        # statement (the Format_description event, a statement's table maps and rows events);
+        # the decoded `###` rows follow it. base64: inside one; b64_rows: a rows event's
+        # statement ended and no decoded row has followed yet.
+        base64 = False
+        b64_rows = 0          # line of a rows event's BINLOG statement not yet followed by rows
+        # Without -v the rows are only in base64: every statement is decoded by the binary
+        # reader's parser (it follows the Format_description and table maps), and a rows event's
+        # rows are read from it when no decoded rows follow.
+        b64_text: list[str] = []
+        b64_items: list | str = []   # the last statement's rows events, or why it did not decode
+        decoder = None
         from_block = False    # the row being flushed comes from a BINLOG statement
 
         def problem(reason: str, at: int | None = None):
@@ -275,6 +285,42 @@ class Reader:
                     cur.bad = (at, reason + where)
             else:
                 self.skipped.append(Skipped(at, None, reason + where, outside=True))
+
+        def decode_statement() -> None:
+            nonlocal decoder, b64_items
+            if BlockDecoder is None:
+                b64_items = "no decoder"
+                return
+            try:
+                data = b"".join(base64_mod.b64decode(part, validate=True)
+                                for part in _B64_PARTS.findall("".join(b64_text)) if part)
+                decoder = decoder or BlockDecoder()
+                b64_items = decoder.feed(data)
+            except (binascii.Error, ValueError) as e:
+                b64_items = f"cannot decode the BINLOG statement: {e}"
+
+        def undecoded():
+            nonlocal b64_rows, row, before, after, image, from_block, lineno
+            if b64_rows:
+                at, b64_rows = b64_rows, 0
+                if b64_items == "no decoder":
+                    problem("rows event printed only as base64 (BINLOG): print the log with -v "
+                            "(-vv --base64-output=decode-rows), or build the binary reader "
+                            "(`make setup`), which decodes it", at)
+                    return
+                if isinstance(b64_items, str):
+                    problem(b64_items, at)
+                    return
+                flush_row()
+                # the statement's rows: their problems are at its closing line
+                from_block, here, lineno = True, lineno, at
+                for kind, db, name, rows in b64_items:
+                    for b, a in rows:
+                        row, before, after, image = (kind, db, name), b, a, None
+                        if cur is not None:
+                            cur.rows += 1
+                        flush_row()
+                from_block, lineno = False, here
 
         def flush_row():
             nonlocal row, image, before, after
@@ -316,40 +362,6 @@ class Reader:
                 cur.writes[k] = None
             cur.hashes += len(keys)
             image = before = after = None
-
-        def binlog_statement(text: str, at: int) -> None:
-            """A `BINLOG '...'` statement (text printed without -v): its events decoded by the
-            binary reader's parser, its rows read as the printer's decoded rows would be."""
-            nonlocal decoder, event, row, image, before, after, from_block
-            if BlockDecoder is None:
-                problem("base64 BINLOG statement: the binary reader (`make setup`) decodes it; "
-                        "or print the log with -vv --base64-output=decode-rows", at)
-                return
-            try:
-                # one statement holds several events, each encoded on its own: a padded one
-                # ends its stream, the next begins after it
-                data = b"".join(base64.b64decode(part, validate=True)
-                                for part in _B64_PARTS.findall(text) if part)
-            except (binascii.Error, ValueError) as e:
-                problem(f"malformed base64 in a BINLOG statement: {e}", at)
-                return
-            decoder = decoder or BlockDecoder()
-            try:
-                items = decoder.feed(data)
-            except ValueError as e:
-                problem(f"cannot decode the BINLOG statement: {e}", at)
-                return
-            flush_row()
-            from_block = True
-            for kind, db, name, rows in items:
-                for b, a in rows:
-                    row, before, after, image = (kind, db, name), b, a, None
-                    if cur is not None:
-                        cur.rows += 1
-                    flush_row()
-            from_block = False
-            if items:
-                event = "block rows"     # with -v, the printer's ### lines repeat these rows
 
         def finish() -> Txn | None:
             nonlocal cur
@@ -423,16 +435,27 @@ class Reader:
             line = text.rstrip("\n").rstrip("\r")
             if not line:
                 continue
+            if base64:
+                if line.endswith("'" + STMT_END):
+                    base64 = False
+                    b64_text.append(line[: -len("'" + STMT_END)])
+                    decode_statement()
+                    b64_rows = lineno if event == "rows" else 0
+                    continue
+                if _BASE64_RE.match(line):
+                    b64_text.append(line)
+                    continue
+                base64 = False
+                problem("BINLOG statement ends without its closing \"'/*!*/;\"")
             c0 = line[0]
             if c0 == "#":
                 if line.startswith("###"):
-                    if event == "block rows":
-                        continue
                     if event not in ("rows",):
                         problem(f"decoded row line outside a rows event: {line[:60]!r}")
                         continue
                     m = ROW_START_RE.match(line)
                     if m:
+                        b64_rows = 0
                         flush_row()
                         row = (m.group(1), m.group(2).replace("``", "`"), m.group(3).replace("``", "`"))
                         if cur is not None:
@@ -455,6 +478,7 @@ class Reader:
                     problem(f"malformed decoded row line {line[:60]!r}")
                     continue
                 if line.startswith("# at "):
+                    undecoded()
                     flush_row()
                     if meta_pending is not None:
                         self._learn_metadata(meta_pending)
@@ -470,6 +494,7 @@ class Reader:
                     continue
                 m = HEADER_RE.match(line)
                 if m:
+                    undecoded()
                     flush_row()
                     if meta_pending is not None:
                         self._learn_metadata(meta_pending)
@@ -548,6 +573,11 @@ class Reader:
                     if body.startswith("Xid = ") or body.startswith("XID = "):
                         event = "xid"
                         continue
+                    if body.startswith("Rotate to ") and end_pos == 0:
+                        # artificial (time 0, end_log_pos 0): a printer reading from a server
+                        # names the file that follows; no file ends here
+                        event = "rotate"
+                        continue
                     if body.startswith("Rotate to "):
                         if cur is not None:
                             problem("Rotate event inside a transaction")
@@ -608,17 +638,13 @@ class Reader:
                     or line.startswith("/*!50530 SET") or line.startswith("/*!40019 SET"):
                 continue
             if line.startswith("BINLOG '"):
-                block, block_line = [], lineno
-                line = line[len("BINLOG '"):]
-                if not line:
-                    continue
-            if block is not None:
-                if line.endswith(BLOCK_END):
-                    block.append(line[: -len(BLOCK_END)])
-                    text, block = "".join(block), None
-                    binlog_statement(text, block_line)
-                else:
-                    block.append(line)
+                # the event again in base64: with -v its decoded rows follow it
+                base64 = not line.endswith("'" + STMT_END)
+                b64_text = [line[len("BINLOG '"):]]
+                if not base64:
+                    b64_text[0] = b64_text[0][: -len("'" + STMT_END)]
+                    decode_statement()
+                b64_rows = lineno if not base64 and event == "rows" else 0
                 continue
             if event in ("rows", "table_map"):
                 problem(f"unexpected text inside a {event} event: {line[:60]!r}")
@@ -678,9 +704,10 @@ class Reader:
                     continue
             problem(f"unreadable line {line[:60]!r}")
         # ---- end of this input
+        if base64:
+            problem("input ends inside a BINLOG statement (truncated?)")
+        undecoded()
         flush_row()
-        if block is not None:
-            problem("input ends inside a BINLOG statement (truncated?)", lineno)
         if stmt:
             problem("input ends inside a Query event (truncated?)")
         if cur is not None:
