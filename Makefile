@@ -116,8 +116,9 @@ score:
 # BINLOG=FILE [BINLOG_SCHEMA=SQL]: also time importing a binary binlog against the printer
 BINLOG ?=
 BINLOG_SCHEMA ?=
+# make bench [BINLOG="FILE..." BINLOG_SCHEMA=SQL] [BENCH_ARGS="--only-io --no-text-import"]
 bench:
-	$(PY) -m commitsched.bench $(if $(BINLOG),--binlog $(BINLOG)) $(if $(BINLOG_SCHEMA),--schema $(BINLOG_SCHEMA))
+	$(PY) -m commitsched.bench $(if $(BINLOG),--binlog $(BINLOG)) $(if $(BINLOG_SCHEMA),--schema $(BINLOG_SCHEMA)) $(BENCH_ARGS)
 
 # The bug catalogue on every side: TLC (*_bug.cfg), hypothesis properties, trace validation, z3.
 mutants: $(TLC_JAR)

@@ -90,6 +90,25 @@ class _Groups:
         self.last = commit_id
 
 
+@dataclass
+class _Tally:
+    """The import's running counts: transactions (the last seq), commit groups, standalone DDL
+    and the highest binlog file index."""
+    seq: int = 0
+    groups: _Groups = field(default_factory=_Groups)
+    ddl: int = 0
+    last_file: int = 0
+
+    def add(self, txn) -> None:
+        """Number one transaction read from text and count it."""
+        self.seq += 1
+        txn.seq = self.seq
+        self.groups.add(txn.commit_id)
+        if txn.ddl and "transactional" not in txn.flags and txn.commit_id is None:
+            self.ddl += 1
+        self.last_file = max(self.last_file, txn.file)
+
+
 def group_stats(txns: Iterable) -> tuple[int, int]:
     """(transactions, commit groups) of a sequence of `Txn`s by their commit ids."""
     g, n = _Groups(), 0
@@ -194,12 +213,14 @@ def _decoded_lines(path: str, printer: str, errors: list) -> Iterator[str]:
 
 def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
                 binlog_tool: str | None = None, progress: _Progress | None = None,
-                reader: Reader | None = None) -> Iterator:
-    """Yield `Txn`s (seq not yet set) from the inputs in order; raises `TraceError` with the
-    input's file and line on the first problem unless `skip_bad`."""
+                reader: Reader | None = None, tally: _Tally | None = None) -> Iterator:
+    """Yield the transactions of the inputs in order: a `Txn` (seq not yet set: `tally.add`
+    numbers and counts it) from text, and from a binary file runs of finished trace lines
+    (str), numbered and counted in `tally` already (binlog_binary.read_binary); raises
+    `TraceError` with the input's file and line on the first problem unless `skip_bad`."""
     reader = reader or Reader(catalog, strict=not skip_bad)
     progress = progress or _Progress(False)
-    n = 0
+    tally = tally or _Tally()
     for i, path in enumerate(paths):
         if not os.path.exists(path):
             raise TraceError(path, None, "no such file")
@@ -211,12 +232,11 @@ def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
             done = [0]
             size = os.path.getsize(path)
             try:
-                for txn in binlog_binary.read_binary(
-                        reader, path, new_file=True,
+                for lines in binlog_binary.read_binary(
+                        reader, path, tally, new_file=True,
                         progress=lambda off: done.__setitem__(0, off)):
-                    n += 1
-                    progress.show(path, done[0], size, n)
-                    yield txn
+                    progress.show(path, done[0], size, tally.seq)
+                    yield lines
             except InputError as e:
                 raise TraceError(path, None, e.reason) from None
             continue
@@ -235,8 +255,7 @@ def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
         at = _LineCounter(lines)
         try:
             for txn in reader.read(at, new_file=True):
-                n += 1
-                progress.show(path, counter[0], total, n)
+                progress.show(path, counter[0], total, tally.seq)
                 yield txn
         except InputError as e:
             raise TraceError(where, e.line, e.reason) from None
@@ -280,30 +299,27 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
     reader = Reader(catalog, strict=not skip_bad)
     prog = _Progress(progress)
     stats = ImportStats(files=0)
-    groups = _Groups()
+    tally = _Tally()
     out_dir = os.path.dirname(os.path.abspath(output))
     os.makedirs(out_dir, exist_ok=True)
     fd, spool = tempfile.mkstemp(prefix=".import-", suffix=".jsonl", dir=out_dir)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            seq = 0
-            last_file = 0
             for txn in read_binlog(paths, catalog, skip_bad=skip_bad, binlog_tool=binlog_tool,
-                                   progress=prog, reader=reader):
-                seq += 1
-                txn.seq = seq
-                groups.add(txn.commit_id)
-                if txn.ddl and "transactional" not in txn.flags and txn.commit_id is None:
-                    stats.ddl += 1
-                last_file = max(last_file, txn.file)
+                                   progress=prog, reader=reader, tally=tally):
+                if type(txn) is str:        # a binary file's lines, numbered and counted
+                    out.write(txn)
+                    continue
+                tally.add(txn)
                 out.write(json.dumps(txn.to_json(), separators=(",", ":")))
                 out.write("\n")
         prog.end()
-        stats.transactions = seq
-        stats.files = last_file
+        stats.transactions = tally.seq
+        stats.ddl = tally.ddl
+        stats.files = tally.last_file
         stats.dialect = ("mariadb" if reader.dialects["mariadb"] >= reader.dialects["mysql"]
                          else "mysql") if reader.dialects else None
-        stats.groups = groups.groups if stats.dialect == "mariadb" else None
+        stats.groups = tally.groups.groups if stats.dialect == "mariadb" else None
         for s in reader.skipped:
             if s.outside:
                 stats.bad_lines_outside += 1
@@ -328,13 +344,8 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
         if stats.skipped_examples:
             head["import"]["skipped_examples"] = stats.skipped_examples
 
-        def lines():
-            hd = header(head)
-            yield hd
-            with open(spool, encoding="utf-8") as f:
-                for line in f:
-                    yield line.rstrip("\n")      # encoded once, when spooled
-        write_jsonl_atomic(output, lines())
+        # the transactions' lines were encoded once, when spooled: copied as they are
+        write_jsonl_atomic(output, [header(head)], then=spool)
     finally:
         if os.path.exists(spool):
             os.unlink(spool)

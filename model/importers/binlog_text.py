@@ -6,6 +6,8 @@ event's SQL or `###` decoded rows); only the GTID event differs (mariadb.py, mys
 """
 from __future__ import annotations
 
+import base64 as base64_mod
+import binascii
 import re
 import time
 from collections import Counter
@@ -20,16 +22,24 @@ HEADER_RE = re.compile(r"^#(\d{6})\s+(\d{1,2}):(\d\d):(\d\d) server id (\d+)\s+e
                        r"(?: CRC32 0x[0-9a-fA-F]+)?\s+(.*)$")
 # Numbers are the servers' 64-bit values, at most 20 digits: a longer one is malformed input.
 TABLE_MAP_RE = re.compile(r"^Table_map: `((?:[^`]|``)+)`\.`((?:[^`]|``)+)` mapped to number (\d{1,20})(?!\d)")
-ROWS_EV_RE = re.compile(r"^(Write|Update|Delete)_rows(?:_v1|_compressed|_compressed_v1)?: table id (\d{1,20})(?!\d)")
+# MariaDB prints its compressed rows events (log_bin_compress) as Write_compressed_rows[_v1]
+ROWS_EV_RE = re.compile(r"^(Write|Update|Delete)(?:_compressed)?_rows(?:_v1|_compressed|_compressed_v1)?: table id (\d{1,20})(?!\d)")
 ROW_START_RE = re.compile(r"^### (INSERT INTO|UPDATE|DELETE FROM) `((?:[^`]|``)+)`\.`((?:[^`]|``)+)`$")
 COL_RE = re.compile(r"^###   @(\d{1,5})=(.*)$")    # a table has at most 4096 columns
 # -vv appends the column type: " /* INT meta=0 nullable=0 is_null=0 */"
 TYPE_COMMENT_RE = re.compile(r" /\* [^*]*? meta=\d+ nullable=\d is_null=\d \*/$")
 SERVER_V_RE = re.compile(r"server v (\S+)")   # Format_description: "server v 8.0.36"
-QUERY_EV_RE = re.compile(r"^Query\s+thread_id=(\d{1,20})(?!\d)")
+QUERY_EV_RE = re.compile(r"^Query(?:_compressed)?\s+thread_id=(\d{1,20})(?!\d)")
 STMT_END = "/*!*/;"
 # a BINLOG statement's lines: each event's base64, wrapped at 76 characters (multiples of 4)
 _BASE64_RE = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
+_B64_PARTS = re.compile(r"[^=]*=*")   # one statement's events, each its own padded stream
+UNPRINTED = "\0?"         # a value the binary reader's parser does not print yet
+
+try:        # the binary reader's parser (model/binlog_rs): rows printed only in base64
+    from commitsched_binlog import BlockDecoder
+except ImportError:
+    BlockDecoder = None
 
 _DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "FLUSH",
               "INSTALL", "UNINSTALL", "SET PASSWORD")
@@ -257,6 +267,13 @@ class Reader:
         # statement ended and no decoded row has followed yet.
         base64 = False
         b64_rows = 0          # line of a rows event's BINLOG statement not yet followed by rows
+        # Without -v the rows are only in base64: every statement is decoded by the binary
+        # reader's parser (it follows the Format_description and table maps), and a rows event's
+        # rows are read from it when no decoded rows follow.
+        b64_text: list[str] = []
+        b64_items: list | str = []   # the last statement's rows events, or why it did not decode
+        decoder = None
+        from_block = False    # the row being flushed comes from a BINLOG statement
 
         def problem(reason: str, at: int | None = None):
             at = lineno if at is None else at
@@ -269,12 +286,41 @@ class Reader:
             else:
                 self.skipped.append(Skipped(at, None, reason + where, outside=True))
 
+        def decode_statement() -> None:
+            nonlocal decoder, b64_items
+            if BlockDecoder is None:
+                b64_items = "no decoder"
+                return
+            try:
+                data = b"".join(base64_mod.b64decode(part, validate=True)
+                                for part in _B64_PARTS.findall("".join(b64_text)) if part)
+                decoder = decoder or BlockDecoder()
+                b64_items = decoder.feed(data)
+            except (binascii.Error, ValueError) as e:
+                b64_items = f"cannot decode the BINLOG statement: {e}"
+
         def undecoded():
-            nonlocal b64_rows
+            nonlocal b64_rows, row, before, after, image, from_block, lineno
             if b64_rows:
                 at, b64_rows = b64_rows, 0
-                problem("rows event printed only as base64 (BINLOG): print the log with -v "
-                        "(-vv --base64-output=decode-rows)", at)
+                if b64_items == "no decoder":
+                    problem("rows event printed only as base64 (BINLOG): print the log with -v "
+                            "(-vv --base64-output=decode-rows), or build the binary reader "
+                            "(`make setup`), which decodes it", at)
+                    return
+                if isinstance(b64_items, str):
+                    problem(b64_items, at)
+                    return
+                flush_row()
+                # the statement's rows: their problems are at its closing line
+                from_block, here, lineno = True, lineno, at
+                for kind, db, name, rows in b64_items:
+                    for b, a in rows:
+                        row, before, after, image = (kind, db, name), b, a, None
+                        if cur is not None:
+                            cur.rows += 1
+                        flush_row()
+                from_block, lineno = False, here
 
         def flush_row():
             nonlocal row, image, before, after
@@ -298,6 +344,12 @@ class Reader:
                         raise ValueError(f"{kind} of {db}.{name} without its row image")
                     keys = self._row_keys(db, name, img)
                     cur.after_keys.update(keys)
+                if from_block:
+                    for k in keys:
+                        if UNPRINTED in k:
+                            raise ValueError(
+                                f"a key column of {db}.{name} has a type whose values the binary "
+                                f"reader does not print yet ({k.partition(UNPRINTED)[2].split(',')[0]})")
             except ValueError as e:
                 problem(str(e))
                 return
@@ -386,9 +438,12 @@ class Reader:
             if base64:
                 if line.endswith("'" + STMT_END):
                     base64 = False
+                    b64_text.append(line[: -len("'" + STMT_END)])
+                    decode_statement()
                     b64_rows = lineno if event == "rows" else 0
                     continue
                 if _BASE64_RE.match(line):
+                    b64_text.append(line)
                     continue
                 base64 = False
                 problem("BINLOG statement ends without its closing \"'/*!*/;\"")
@@ -553,7 +608,8 @@ class Reader:
                                         "Transaction_payload", "Transaction_context",
                                         "View_change", "XA PREPARE", "Unknown")):
                         continue
-                    if body.startswith(("Write_rows", "Update_rows", "Delete_rows")):
+                    if body.startswith(("Write_rows", "Update_rows", "Delete_rows", "Write_compressed",
+                                        "Update_compressed", "Delete_compressed")):
                         problem(f"unknown rows event form {body[:60]!r}")
                         continue
                     continue  # an event we do not need
@@ -582,8 +638,12 @@ class Reader:
                     or line.startswith("/*!50530 SET") or line.startswith("/*!40019 SET"):
                 continue
             if line.startswith("BINLOG '"):
-                # the event again in base64: skipped, its decoded rows (-v) follow it
+                # the event again in base64: with -v its decoded rows follow it
                 base64 = not line.endswith("'" + STMT_END)
+                b64_text = [line[len("BINLOG '"):]]
+                if not base64:
+                    b64_text[0] = b64_text[0][: -len("'" + STMT_END)]
+                    decode_statement()
                 b64_rows = lineno if not base64 and event == "rows" else 0
                 continue
             if event in ("rows", "table_map"):

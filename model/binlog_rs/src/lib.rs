@@ -1,319 +1,712 @@
-//! Binary binlog events for commitsched's importer (model/importers/binlog_binary.py).
+//! Binary binlog files read into commitsched transactions (model/importers/binlog_binary.py).
 //!
-//! `mysql_common`'s binlog module does the parsing (event framing, checksums, format description,
-//! GTID / Query / Table_map / Rows / Xid / Rotate events, row images with their column bitmaps);
-//! this crate only turns each event into a small Python tuple, in batches, and prints row values
-//! the way `mysqlbinlog -vv` / `mariadb-binlog -vv` print them, so that row keys come out exactly
-//! as the text importer makes them. MariaDB's GTID event (type 162), which mysql_common does not
-//! know, is read from its 13-21 byte body here.
-//!
-//! Event tuples: (kind, pos, end_log_pos, timestamp, ...kind-specific fields); the kinds are the
-//! K_* constants, mirrored in binlog_binary.py.
+//! `mysql_common`'s binlog module does the parsing (event framing, format description, GTID /
+//! Query / Table_map / Rows / Xid / Rotate events, column values); this crate applies the text
+//! importer's rules event by event (binlog_text.Reader: the same transactions, row keys, flags,
+//! clocks, size fields, refusals) and writes each finished transaction as its trace line, so
+//! that Python handles one string per transaction instead of every event and row. What is
+//! rare and needs the table catalog stays in Python, called back through `hooks`: a table's
+//! key plan (once per table and DDL), statements other than BEGIN / COMMIT (DDL changes the
+//! catalog), and the row keys of tables with foreign keys or problems (their messages).
+//! MariaDB's GTID event (type 162), which mysql_common does not know, is read from its 13-21
+//! byte body here.
+
+// pyo3 0.22's create_exception! checks a cfg this crate does not declare
+#![allow(unexpected_cfgs)]
+
+mod blocks;
+mod compressed;
+mod txn;
+mod values;
 
 use std::collections::HashMap;
+use std::fmt::Write;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use mysql_common::binlog::consts::{BinlogVersion, EventType};
-use mysql_common::binlog::events::{EventData, RowsEventData, TableMapEvent};
-use mysql_common::binlog::row::BinlogRow;
-use mysql_common::binlog::value::BinlogValue;
-use mysql_common::binlog::EventStreamReader;
-use mysql_common::constants::ColumnType;
-use mysql_common::value::Value;
+use mysql_common::binlog::events::{
+    AnonymousGtidEvent, Event, EventData, FormatDescriptionEvent, GtidEvent, QueryEvent,
+    RowsEventData, TableMapEvent,
+};
+use mysql_common::io::ParseBuf;
+use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyDict;
 
-const K_START: u8 = 0;
-const K_GTID_MARIADB: u8 = 1;
-const K_GTID_MYSQL: u8 = 2;
-const K_QUERY: u8 = 3;
-const K_TABLE_MAP: u8 = 4;
-const K_ROWS: u8 = 5;
-const K_XID: u8 = 6;
-const K_ROTATE: u8 = 7;
-const K_OTHER: u8 = 8;
-const K_INCIDENT: u8 = 9;
-const K_UNSUPPORTED: u8 = 10;
+use txn::{Open, F_ALLOW_PARALLEL, F_DDL, F_TRANSACTIONAL, F_WAITED};
+use values::{image_of_row, read_image, Columns, Image, UNPRINTED};
+
+// A problem at one event, in strict mode: args (binlog position, reason with its position).
+create_exception!(commitsched_binlog, BinlogProblem, PyValueError);
 
 const MARIADB_GTID_EVENT: u8 = 162;
 const MARIADB_ANNOTATE_ROWS_EVENT: u8 = 160;
+// MariaDB GTID event flags2 bits (sql/log_event.h)
+const FL_STANDALONE: u8 = 1;
 const FL_GROUP_COMMIT_ID: u8 = 2;
-/// A value the reader does not print yet (a NUL cannot come out of a printed string): the
-/// importer refuses it only when a row key needs it.
-const UNPRINTED: &str = "\u{0}?";
+const FL_ALLOW_PARALLEL: u8 = 8;
+const FL_WAITED: u8 = 16;
+const FL_DDL: u8 = 32;
+const FL_PREPARED_XA: u8 = 64;
+const FL_COMPLETED_XA: u8 = 128;
+
+// What hooks.statement() tells the reader to do (mirrored in binlog_binary.py).
+const A_IGNORE: u8 = 0;
+const A_PROBLEM: u8 = 1;
+const A_BEGIN: u8 = 2;
+const A_FINISH: u8 = 3;
+const A_DDL: u8 = 4;
+const A_PROBLEM_THEN: u8 = 5;
+const A_THEN: u8 = 6;
+
+/// How to make a table's row keys (binlog_binary._Hooks.plan): per unique index its key
+/// prefix and column positions (1-based), or None when Python makes them (foreign keys,
+/// unknown table or column).
+struct Plan {
+    db: String,
+    name: String,
+    known: bool,
+    steps: Option<Vec<(String, Vec<usize>)>>,
+    has_pk: bool,
+    fk_parent: bool,
+    ncols: usize,
+    /// 0-based columns the steps need: only these are printed
+    wanted: Option<Vec<bool>>,
+}
+
+struct Table {
+    raw: Vec<u8>,
+    tme: TableMapEvent<'static>,
+    db: String,
+    name: String,
+    cols: Columns,
+    plan: Option<(u64, Arc<Plan>)>,
+}
+
+enum Halt {
+    /// the file cannot be read on: (binlog position, why)
+    Fatal(u64, String),
+    Py(PyErr),
+}
+
+impl From<PyErr> for Halt {
+    fn from(e: PyErr) -> Self {
+        Halt::Py(e)
+    }
+}
+
+type Step = Result<(), Halt>;
+
+/// What the transactions finished in one batch add to the import's counts (importers/
+/// __init__.py: `_Tally`): their trace lines, numbered on from `seq`, and how many commit
+/// groups (a run of transactions with one commit id), standalone DDL and files they make.
+#[derive(Default)]
+struct Batch {
+    text: String,
+    seq: u64,
+    count: u64,
+    groups: u64,
+    last_commit_id: Option<u64>,
+    ddl: u64,
+    last_file: u64,
+}
 
 #[pyclass]
-struct EventReader {
+struct TxnReader {
     stream: BufReader<File>,
-    events: EventStreamReader,
-    tables: HashMap<u64, TableMapEvent<'static>>,
+    fde: FormatDescriptionEvent<'static>,
     offset: u64,
-    /// (db, table) -> the 0-based columns the importer needs (its key columns): row images of
-    /// these tables carry only those, sparing the printing of every other value.
-    wanted: HashMap<(String, String), Vec<usize>>,
+    done: bool,
+    strict: bool,
+    hooks: PyObject,
+    tables: HashMap<u64, Table>,
+    plans: HashMap<(String, String), Arc<Plan>>,
+    generation: u64,
+    cur: Option<Open>,
+    query_db: Option<String>,
+    // binlog_text.Reader's state, shared with text inputs: given at the start, read back after
+    #[pyo3(get)]
+    file: u64,
+    #[pyo3(get)]
+    rotated: bool,
+    #[pyo3(get)]
+    start_file: Option<u64>,
+    #[pyo3(get)]
+    server_version: Option<String>,
+    #[pyo3(get)]
+    mariadb_gtids: u64,
+    #[pyo3(get)]
+    mysql_gtids: u64,
+    skipped: Vec<(u64, Option<String>, String, bool)>,
+    batch: Batch,
 }
 
-fn uint_width(ty: ColumnType) -> Option<u32> {
-    match ty {
-        ColumnType::MYSQL_TYPE_TINY => Some(8),
-        ColumnType::MYSQL_TYPE_SHORT | ColumnType::MYSQL_TYPE_YEAR => Some(16),
-        ColumnType::MYSQL_TYPE_INT24 => Some(24),
-        ColumnType::MYSQL_TYPE_LONG => Some(32),
-        ColumnType::MYSQL_TYPE_LONGLONG => Some(64),
-        _ => None,
+fn fatal_decode(pos: u64, raw: u8) -> impl Fn(io::Error) -> Halt {
+    move |e| Halt::Fatal(pos, format!("cannot decode event type {}: {}", raw, e))
+}
+
+impl TxnReader {
+    fn problem(&mut self, reason: impl Into<String>, pos: u64) -> Step {
+        let full = format!("{} (binlog position {})", reason.into(), pos);
+        if self.strict {
+            return Err(Halt::Py(BinlogProblem::new_err((pos, full))));
+        }
+        match self.cur.as_mut() {
+            Some(c) => {
+                if c.bad.is_none() {
+                    c.bad = Some((pos, full));
+                }
+            }
+            None => self.skipped.push((pos, None, full, true)),
+        }
+        Ok(())
     }
-}
 
-/// `my_b_write_quoted`: bytes below 0x20 as \xNN, the rest as they are, between quotes.
-fn quoted(bytes: &[u8]) -> String {
-    let mut out = Vec::with_capacity(bytes.len() + 2);
-    out.push(b'\'');
-    for &b in bytes {
-        if b < 0x20 {
-            out.extend_from_slice(format!("\\x{:02x}", b).as_bytes());
+    /// Drops the open transaction, recording it as skipped if it went bad.
+    fn drop_open(&mut self) {
+        if let Some(cur) = self.cur.take() {
+            if let Some((line, why)) = cur.bad {
+                self.skipped.push((line, cur.gtid, why, false));
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(done) = self.cur.take() {
+            if let Some((line, why)) = done.bad {
+                self.skipped.push((line, done.gtid, why, false));
+                return;
+            }
+            let b = &mut self.batch;
+            b.seq += 1;
+            b.count += 1;
+            let _ = write!(b.text, "{{\"seq\":{},", b.seq);
+            done.write_tail(&mut b.text);
+            b.text.push('\n');
+            if done.commit_id.is_none() || done.commit_id != b.last_commit_id {
+                b.groups += 1;
+            }
+            b.last_commit_id = done.commit_id;
+            b.ddl += (done.ddl && done.flags & F_TRANSACTIONAL == 0 && done.commit_id.is_none()) as u64;
+            b.last_file = b.last_file.max(done.file);
+        }
+    }
+
+    fn start(&mut self, open: Open) -> Step {
+        if let Some(cur) = &self.cur {
+            let (gtid, line) = (cur.gtid.clone().unwrap_or_default(), cur.line);
+            self.problem(
+                format!("transaction {} (binlog position {}) has no COMMIT before the next GTID event", gtid, line),
+                line,
+            )?;
+            self.drop_open();
+        }
+        self.cur = Some(open);
+        self.rotated = false;
+        Ok(())
+    }
+
+    fn fatal(&mut self, pos: u64, why: String) -> PyResult<()> {
+        self.done = true;
+        if let Err(Halt::Py(e)) = self.problem(why, pos) {
+            return Err(e);
+        }
+        self.drop_open();
+        Ok(())
+    }
+
+    fn end_of_file(&mut self) -> PyResult<()> {
+        self.done = true;
+        if let Some(cur) = &self.cur {
+            let (gtid, line) = (cur.gtid.clone().unwrap_or_default(), cur.line);
+            let why = format!("input ends inside transaction {} begun at binlog position {}: truncated?", gtid, line);
+            if let Err(Halt::Py(e)) = self.problem(why, line) {
+                return Err(e);
+            }
+            self.drop_open();
+        }
+        Ok(())
+    }
+
+    fn read_event(&mut self) -> io::Result<Option<Event>> {
+        if self.stream.fill_buf()?.is_empty() {
+            return Ok(None);
+        }
+        Event::read(&self.fde, &mut self.stream).map(Some)
+    }
+
+    fn event(&mut self, py: Python<'_>, ev: &Event) -> Step {
+        let h = ev.header();
+        let end = h.log_pos() as u64;
+        let pos = self.offset;
+        self.offset += h.event_size() as u64;
+        let ts = h.timestamp();
+        let raw = h.event_type_raw();
+        if let Some(c) = self.cur.as_mut() {
+            c.events += 1;
+            c.end_pos = Some(end);
+        }
+        if compressed::plain_type(raw).is_some() {
+            // MariaDB's compressed Query / rows events: read as the plain event they hold
+            return match compressed::uncompress(ev, &self.fde) {
+                Ok(plain) => self.dispatch(py, &plain, pos, end, ts),
+                Err(why) => self.problem(format!("compressed event (type {}): {}", raw, why), pos),
+            };
+        }
+        self.dispatch(py, ev, pos, end, ts)
+    }
+
+    fn dispatch(&mut self, py: Python<'_>, ev: &Event, pos: u64, end: u64, ts: u32) -> Step {
+        let raw = ev.header().event_type_raw();
+        match raw {
+            MARIADB_GTID_EVENT => return self.mariadb_gtid(ev, pos, end, ts),
+            MARIADB_ANNOTATE_ROWS_EVENT => return Ok(()),
+            r if r == EventType::TABLE_MAP_EVENT as u8 => return self.table_map(ev, pos),
+            23 | 24 | 25 | 30 | 31 | 32 | 39 => return self.rows(py, ev, pos),
+            _ => {}
+        }
+        let data = ev.read_data().map_err(fatal_decode(pos, raw))?;
+        match data {
+            Some(EventData::FormatDescriptionEvent(f)) => {
+                let version = f.server_version().trim_end_matches('\0').to_string();
+                self.fde = f.into_owned();
+                if self.rotated {
+                    self.rotated = false;
+                } else if self.start_file == Some(self.file) {
+                    self.file += 1;
+                }
+                self.start_file = Some(self.file);
+                if self.server_version.is_none() {
+                    self.server_version = version.split_whitespace().next().map(str::to_string);
+                }
+                Ok(())
+            }
+            Some(EventData::GtidEvent(g)) => self.mysql_gtid(&g, false, pos, end, ts),
+            Some(EventData::AnonymousGtidEvent(AnonymousGtidEvent(g))) => self.mysql_gtid(&g, true, pos, end, ts),
+            Some(EventData::QueryEvent(q)) => self.query(py, &q, pos),
+            Some(EventData::XidEvent(_)) => {
+                if self.cur.is_none() {
+                    return self.problem("COMMIT outside any transaction", pos);
+                }
+                self.finish();
+                Ok(())
+            }
+            Some(EventData::RotateEvent(_)) => {
+                if self.cur.is_some() {
+                    self.problem("Rotate event inside a transaction", pos)?;
+                }
+                self.file += 1;
+                self.rotated = true;
+                Ok(())
+            }
+            Some(EventData::IncidentEvent(_)) => {
+                self.problem("Incident event: the source marked a gap in its binlog", pos)
+            }
+            Some(EventData::TransactionPayloadEvent(_)) => self.problem(
+                format!("event type {} (a MySQL compressed transaction) is not read yet by the binary reader", raw),
+                pos,
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    fn mariadb_gtid(&mut self, ev: &Event, pos: u64, end: u64, ts: u32) -> Step {
+        let d = ev.data();
+        if d.len() < 13 {
+            return Err(Halt::Fatal(pos, "MariaDB GTID event shorter than 13 bytes".into()));
+        }
+        let seq = u64::from_le_bytes(d[0..8].try_into().unwrap());
+        let domain = u32::from_le_bytes(d[8..12].try_into().unwrap());
+        let bits = d[12];
+        let commit_id = if bits & FL_GROUP_COMMIT_ID != 0 {
+            if d.len() < 21 {
+                return Err(Halt::Fatal(pos, "MariaDB GTID event with a commit id flag but no commit id".into()));
+            }
+            Some(u64::from_le_bytes(d[13..21].try_into().unwrap()))
         } else {
-            out.push(b);
+            None
+        };
+        self.mariadb_gtids += 1;
+        let mut standalone = bits & FL_STANDALONE != 0;
+        let mut flags = 0;
+        if !standalone {
+            flags |= F_TRANSACTIONAL;
         }
+        if bits & FL_WAITED != 0 {
+            flags |= F_WAITED;
+        }
+        if bits & FL_DDL != 0 {
+            flags |= F_DDL;
+        }
+        if bits & FL_ALLOW_PARALLEL != 0 {
+            flags |= F_ALLOW_PARALLEL;
+        }
+        if bits & (FL_PREPARED_XA | FL_COMPLETED_XA) != 0 {
+            standalone = false;
+        }
+        let mut o = Open::new(pos, self.file);
+        o.gtid = Some(format!("{}-{}-{}", domain, ev.header().server_id(), seq));
+        o.commit_id = commit_id;
+        o.flags = flags;
+        o.standalone = standalone;
+        o.timestamp = Some(ts as f64);
+        o.ddl = flags & F_DDL != 0;
+        o.events = 1;
+        o.start_pos = Some(pos);
+        o.end_pos = Some(end);
+        self.start(o)
     }
-    out.push(b'\'');
-    String::from_utf8_lossy(&out).into_owned()
-}
 
-/// A column value as the printer shows it after `@N=` (without the -vv type comment).
-fn printed(value: &BinlogValue, ty: ColumnType) -> (String, bool) {
-    match value {
-        BinlogValue::Value(Value::NULL) => ("NULL".to_string(), true),
-        BinlogValue::Value(Value::Int(i)) => {
-            // the printer shows a negative value with its unsigned reading: -1 (4294967295)
-            if *i < 0 {
-                if let Some(bits) = uint_width(ty) {
-                    let u = if bits == 64 { *i as u64 } else { (*i as u64) & ((1u64 << bits) - 1) };
-                    return (format!("{} ({})", i, u), false);
-                }
+    fn mysql_gtid(&mut self, g: &GtidEvent, anonymous: bool, pos: u64, end: u64, ts: u32) -> Step {
+        self.mysql_gtids += 1;
+        let (lc, sn) = (g.last_committed(), g.sequence_number());
+        if lc >= sn {
+            self.problem(format!("last_committed {} is not below sequence_number {}", lc, sn), pos)?;
+            if self.cur.is_none() {
+                let mut o = Open::new(pos, self.file);
+                o.bad = Some((pos, "bad GTID event".into()));
+                self.cur = Some(o);
             }
-            (i.to_string(), false)
+            return Ok(());
         }
-        BinlogValue::Value(Value::UInt(u)) => {
-            if let Some(bits) = uint_width(ty) {
-                let top = if bits == 64 { 1u64 << 63 } else { 1u64 << (bits - 1) };
-                if *u >= top {
-                    let signed = if bits == 64 { *u as i64 } else { (*u as i64) - (1i64 << bits) };
-                    return (format!("{} ({})", signed, u), false);
-                }
-            }
-            (u.to_string(), false)
-        }
-        BinlogValue::Value(Value::Bytes(b)) => match ty {
-            ColumnType::MYSQL_TYPE_VARCHAR
-            | ColumnType::MYSQL_TYPE_VAR_STRING
-            | ColumnType::MYSQL_TYPE_STRING
-            | ColumnType::MYSQL_TYPE_BLOB
-            | ColumnType::MYSQL_TYPE_TINY_BLOB
-            | ColumnType::MYSQL_TYPE_MEDIUM_BLOB
-            | ColumnType::MYSQL_TYPE_LONG_BLOB => (quoted(b), false),
-            ColumnType::MYSQL_TYPE_NEWDECIMAL => (String::from_utf8_lossy(b).into_owned(), false),
-            _ => (format!("{}{:?}", UNPRINTED, ty), false),
-        },
-        _ => (format!("{}{:?}", UNPRINTED, ty), false),
+        let gtid = if anonymous {
+            None
+        } else {
+            let hex: String = g.sid().iter().map(|b| format!("{:02x}", b)).collect();
+            Some(format!(
+                "{}-{}-{}-{}-{}:{}",
+                &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32], g.gno()
+            ))
+        };
+        let t_us = match g.original_commit_timestamp() {
+            0 => g.immediate_commit_timestamp(),
+            t => t,
+        };
+        let mut o = Open::new(pos, self.file);
+        o.gtid = gtid;
+        o.last_committed = Some(lc);
+        o.sequence_number = Some(sn);
+        o.timestamp = Some(if t_us != 0 { t_us as f64 / 1e6 } else { ts as f64 });
+        o.length = Some(g.tx_length()).filter(|&l| l != 0);
+        o.events = 1;
+        o.start_pos = Some(pos);
+        o.end_pos = Some(end);
+        self.start(o)
     }
-}
 
-/// One row image as {column position (1-based, as `@N`): (text, is_null)}, only the `wanted`
-/// columns when given.
-fn image<'py>(
-    py: Python<'py>,
-    row: &BinlogRow,
-    present: &[usize],
-    tme: &TableMapEvent,
-    wanted: Option<&Vec<usize>>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let out = PyDict::new_bound(py);
-    for (k, &col) in present.iter().enumerate() {
-        if let Some(w) = wanted {
-            if !w.contains(&col) {
+    fn query(&mut self, py: Python<'_>, q: &QueryEvent, pos: u64) -> Step {
+        if let Some(c) = self.cur.as_mut() {
+            if c.session.is_none() {
+                c.session = Some(q.thread_id());
+            }
+        }
+        let schema = q.schema();
+        if !schema.is_empty() {
+            self.query_db = Some(schema.into_owned());
+        }
+        let text = q.query();
+        if let Some(c) = self.cur.as_mut() {
+            // what every transaction has: the rest follows the importer's rules in Python
+            if text == "BEGIN" {
+                c.standalone = false;
+                c.in_body = true;
+                return Ok(());
+            }
+            if text == "COMMIT" {
+                self.finish();
+                return Ok(());
+            }
+        }
+        let (in_txn, ddl_flag, cur_ddl, has_bad) = match &self.cur {
+            Some(c) => (true, c.flags & F_DDL != 0, c.ddl, c.bad.is_some()),
+            None => (false, false, false, false),
+        };
+        let r = self.hooks.call_method1(
+            py,
+            "statement",
+            (text.as_ref(), self.query_db.as_deref(), in_txn, ddl_flag, cur_ddl, has_bad),
+        )?;
+        let (action, query_db, msg, admin, ddl, dbs): (u8, Option<String>, String, bool, bool, Vec<String>) =
+            r.extract(py)?;
+        self.query_db = query_db;
+        match action {
+            A_IGNORE => return Ok(()),
+            A_PROBLEM => return self.problem(msg, pos),
+            A_BEGIN => {
+                if let Some(c) = self.cur.as_mut() {
+                    c.standalone = false;
+                    c.in_body = true;
+                }
+                return Ok(());
+            }
+            A_FINISH => {
+                self.finish();
+                return Ok(());
+            }
+            A_DDL => {
+                if let Some(c) = self.cur.as_mut() {
+                    c.admin |= admin;
+                    c.ddl = ddl;
+                    for d in dbs {
+                        c.add_db(d);
+                    }
+                }
+                // the catalog changed: key plans are made again
+                self.plans.clear();
+                self.generation += 1;
+            }
+            A_PROBLEM_THEN => self.problem(msg, pos)?,
+            A_THEN => {}
+            _ => return Err(Halt::Py(PyValueError::new_err(format!("unknown statement action {}", action)))),
+        }
+        if self.cur.as_ref().is_some_and(|c| c.standalone) {
+            self.finish();
+        }
+        Ok(())
+    }
+
+    fn table_map(&mut self, ev: &Event, pos: u64) -> Step {
+        let d = ev.data();
+        // each transaction maps its tables again, nearly always as before: parse only changes
+        // (the table id leads the event: 6 bytes, or 4 in a post-header of 6)
+        let id_len = if self.fde.get_event_type_header_length(EventType::TABLE_MAP_EVENT) == 6 { 4 } else { 6 };
+        let id = (d.len() >= id_len).then(|| d[..id_len].iter().rev().fold(0u64, |a, &b| (a << 8) | b as u64));
+        let known = id.is_some_and(|id| self.tables.get(&id).is_some_and(|t| t.raw == d));
+        if !known {
+            let tme = match ev.read_data().map_err(fatal_decode(pos, EventType::TABLE_MAP_EVENT as u8))? {
+                Some(EventData::TableMapEvent(t)) => t.into_owned(),
+                _ => return Ok(()),
+            };
+            let cols = Columns::of(&tme);
+            let id = tme.table_id();
+            let table = Table {
+                raw: d.to_vec(),
+                db: tme.database_name().into_owned(),
+                name: tme.table_name().into_owned(),
+                tme,
+                cols,
+                plan: None,
+            };
+            self.tables.insert(id, table);
+        }
+        if self.cur.is_none() {
+            self.problem("Table_map event outside any transaction", pos)?;
+        }
+        Ok(())
+    }
+
+    fn plan(&mut self, py: Python<'_>, id: u64) -> PyResult<Arc<Plan>> {
+        let table = self.tables.get_mut(&id).expect("a mapped table");
+        if let Some((g, p)) = &table.plan {
+            if *g == self.generation {
+                return Ok(p.clone());
+            }
+        }
+        let k = (table.db.clone(), table.name.clone());
+        let plan = match self.plans.get(&k) {
+            Some(p) => p.clone(),
+            None => {
+                let r = self.hooks.call_method1(py, "plan", (&k.0, &k.1))?;
+                let (steps, known, has_pk, fk_parent, ncols): (Option<Vec<(String, Vec<usize>)>>, bool, bool, bool, usize) =
+                    r.extract(py)?;
+                let wanted = steps.as_ref().map(|s| {
+                    let top = s.iter().flat_map(|(_, ps)| ps.iter().copied()).max().unwrap_or(0);
+                    let mut w = vec![false; top];
+                    for p in s.iter().flat_map(|(_, ps)| ps.iter().copied()) {
+                        if p >= 1 {
+                            w[p - 1] = true;
+                        }
+                    }
+                    w
+                });
+                let p = Arc::new(Plan { db: k.0.clone(), name: k.1.clone(), known, steps, has_pk, fk_parent, ncols, wanted });
+                self.plans.insert(k, p.clone());
+                p
+            }
+        };
+        table.plan = Some((self.generation, plan.clone()));
+        Ok(plan)
+    }
+
+    fn rows(&mut self, py: Python<'_>, ev: &Event, pos: u64) -> Step {
+        let raw = ev.header().event_type_raw();
+        let r = match ev.read_data().map_err(fatal_decode(pos, raw))? {
+            Some(EventData::RowsEvent(r)) => r,
+            _ => return Ok(()),
+        };
+        let id = r.table_id();
+        if !self.tables.contains_key(&id) {
+            return self.problem(format!("rows event for table id {} with no Table_map", id), pos);
+        }
+        if self.cur.is_none() {
+            return self.problem("rows event outside any transaction", pos);
+        }
+        let kind = match &r {
+            RowsEventData::WriteRowsEventV1(_) | RowsEventData::WriteRowsEvent(_) => b'I',
+            RowsEventData::DeleteRowsEventV1(_) | RowsEventData::DeleteRowsEvent(_) => b'D',
+            _ => b'U',
+        };
+        let plan = self.plan(py, id)?;
+        let table = &self.tables[&id];
+        let images = decode_rows(&r, &table.tme, &table.cols, plan.wanted.as_deref(), ev.data().len() + 1)
+            .map_err(|why| Halt::Fatal(pos, why))?;
+        for (b, a) in images {
+            let cur = self.cur.as_mut().expect("an open transaction");
+            cur.rows += 1;
+            if cur.bad.is_some() {
                 continue;
             }
+            let made = match kind {
+                b'U' => match (self.keys(py, &plan, b.as_ref())?, self.keys(py, &plan, a.as_ref())?) {
+                    (Ok(bk), Ok(ak)) => Ok((bk, ak)),
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                },
+                b'I' => self.keys(py, &plan, a.as_ref())?.map(|k| (vec![], k)),
+                _ => self.keys(py, &plan, b.as_ref())?.map(|k| (vec![], k)),
+            };
+            let (bk, ak) = match made.and_then(|(bk, ak)| {
+                match bk.iter().chain(ak.iter()).find(|k| k.contains(UNPRINTED)) {
+                    Some(k) => {
+                        let ty = k.split_once(UNPRINTED).map_or("", |x| x.1).split(',').next().unwrap_or("");
+                        Err(format!(
+                            "a key column of {}.{} has a type whose values the binary reader does not print yet ({})",
+                            plan.db, plan.name, ty
+                        ))
+                    }
+                    None => Ok((bk, ak)),
+                }
+            }) {
+                Ok(k) => k,
+                Err(why) => {
+                    self.problem(why, pos)?;
+                    continue;
+                }
+            };
+            let cur = self.cur.as_mut().expect("an open transaction");
+            if !plan.has_pk {
+                cur.no_pk = true;
+            }
+            if plan.fk_parent {
+                cur.fk_parent = true;
+            }
+            cur.add_keys(bk, ak);
         }
-        if let Some(v) = row.as_ref(k) {
-            let ty = tme
-                .get_column_type(col)
-                .ok()
-                .flatten()
-                .unwrap_or(ColumnType::MYSQL_TYPE_NULL);
-            let (text, null) = printed(v, ty);
-            out.set_item(col + 1, (text, null))?;
+        Ok(())
+    }
+
+    /// One row image's keys (binlog_text.Reader._row_keys), or the reason there are none
+    /// (its ValueError's text).
+    fn keys(&self, py: Python<'_>, plan: &Plan, img: Option<&Image>) -> PyResult<Result<Vec<String>, String>> {
+        let img = match img {
+            Some(i) => i,
+            None => return Ok(Err(format!("rows event of {}.{} without its row image", plan.db, plan.name))),
+        };
+        if let (true, Some(steps)) = (plan.known, &plan.steps) {
+            if !img.vals.is_empty() && img.top <= plan.ncols {
+                let mut out = Vec::with_capacity(steps.len());
+                let mut complete = true;
+                'steps: for (prefix, positions) in steps {
+                    let mut key = String::with_capacity(prefix.len() + 16);
+                    key.push_str(prefix);
+                    let mut null = false;
+                    for (j, p) in positions.iter().enumerate() {
+                        match img.get(*p) {
+                            Some((_, text, is_null)) => {
+                                null |= *is_null;
+                                if j > 0 {
+                                    key.push(',');
+                                }
+                                key.push_str(text);
+                            }
+                            None => {
+                                complete = false; // Python's message names the column
+                                break 'steps;
+                            }
+                        }
+                    }
+                    if !null {
+                        out.push(key);
+                    }
+                }
+                if complete {
+                    return Ok(Ok(out));
+                }
+            }
         }
+        // the importer's own code: foreign keys, unknown tables and columns, their messages
+        let image = PyDict::new_bound(py);
+        if img.top > plan.ncols {
+            image.set_item(img.top, ("", true))?;
+        } else {
+            for (p, text, null) in &img.vals {
+                image.set_item(*p, (text, *null))?;
+            }
+        }
+        match self.hooks.call_method1(py, "row_keys", (&plan.db, &plan.name, image)) {
+            Ok(keys) => Ok(Ok(keys.extract(py)?)),
+            Err(e) if e.is_instance_of::<PyValueError>(py) => Ok(Err(e.value_bound(py).str()?.to_string())),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Every row of a rows event as (before image, after image), only the `wanted` columns
+/// printed; `most`: more rows than this is a damaged event whose rows take no bytes.
+pub(crate) fn decode_rows(
+    r: &RowsEventData,
+    tme: &TableMapEvent,
+    cols: &Columns,
+    wanted: Option<&[bool]>,
+    most: usize,
+) -> Result<Vec<(Option<Image>, Option<Image>)>, String> {
+    let row_err = |e: io::Error| format!("cannot decode a row: {}", e);
+    let mut out = Vec::new();
+    if let RowsEventData::PartialUpdateRowsEvent(_) = r {
+        // partial JSON updates: mysql_common decodes their shared image
+        let present = |bits: Option<&bitvec::slice::BitSlice<u8>>| -> Vec<usize> {
+            bits.map(|b| b.iter_ones().collect()).unwrap_or_default()
+        };
+        let (bc, ac) = (present(r.columns_before_image()), present(r.columns_after_image()));
+        for (k, row) in r.rows(tme).enumerate() {
+            if k > most {
+                return Err("corrupt rows event (rows of no bytes)".into());
+            }
+            let (b, a) = row.map_err(row_err)?;
+            out.push((
+                b.map(|b| image_of_row(&b, &bc, cols, wanted)),
+                a.map(|a| image_of_row(&a, &ac, cols, wanted)),
+            ));
+        }
+        return Ok(out);
+    }
+    let n = r.num_columns() as usize;
+    let (bc, ac) = (r.columns_before_image(), r.columns_after_image());
+    let mut buf = ParseBuf(r.rows_data());
+    let mut k = 0;
+    while !buf.0.is_empty() {
+        if k > most {
+            return Err("corrupt rows event (rows of no bytes)".into());
+        }
+        k += 1;
+        let b = bc.map(|bits| read_image(&mut buf, cols, bits, n, wanted)).transpose().map_err(row_err)?;
+        let a = ac.map(|bits| read_image(&mut buf, cols, bits, n, wanted)).transpose().map_err(row_err)?;
+        out.push((b, a));
     }
     Ok(out)
 }
 
-fn bad(offset: u64, msg: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(format!("binlog position {}: {}", offset, msg))
-}
-
-impl EventReader {
-    fn event_tuple(&mut self, py: Python<'_>, ev: &mysql_common::binlog::events::Event) -> PyResult<PyObject> {
-        let h = ev.header();
-        let end = h.log_pos() as u64;
-        let size = h.event_size() as u64;
-        let pos = self.offset;
-        self.offset += size;
-        let ts = h.timestamp();
-        let raw = h.event_type_raw();
-        if raw == MARIADB_GTID_EVENT {
-            let d = ev.data();
-            if d.len() < 13 {
-                return Err(bad(pos, "MariaDB GTID event shorter than 13 bytes"));
-            }
-            let seq = u64::from_le_bytes(d[0..8].try_into().unwrap());
-            let domain = u32::from_le_bytes(d[8..12].try_into().unwrap());
-            let flags = d[12];
-            let cid = if flags & FL_GROUP_COMMIT_ID != 0 {
-                if d.len() < 21 {
-                    return Err(bad(pos, "MariaDB GTID event with a commit id flag but no commit id"));
-                }
-                Some(u64::from_le_bytes(d[13..21].try_into().unwrap()))
-            } else {
-                None
-            };
-            let gtid = format!("{}-{}-{}", domain, h.server_id(), seq);
-            return Ok((K_GTID_MARIADB, pos, end, ts, gtid, cid, flags).into_py(py));
-        }
-        if raw == MARIADB_ANNOTATE_ROWS_EVENT {
-            return Ok((K_OTHER, pos, end, ts, raw).into_py(py));
-        }
-        if (163..=171).contains(&raw) && raw >= 165 {
-            // MariaDB compressed Query / Rows events
-            return Ok((K_UNSUPPORTED, pos, end, ts, raw).into_py(py));
-        }
-        let data = match ev.read_data() {
-            Ok(d) => d,
-            Err(e) => return Err(bad(pos, format!("cannot decode event type {}: {}", raw, e))),
-        };
-        Ok(match data {
-            Some(EventData::FormatDescriptionEvent(f)) => {
-                let v = f.server_version().trim_end_matches('\0').to_string();
-                (K_START, pos, end, ts, v).into_py(py)
-            }
-            Some(EventData::GtidEvent(g)) | Some(EventData::AnonymousGtidEvent(mysql_common::binlog::events::AnonymousGtidEvent(g))) => {
-                let gtid: Option<String> = if raw == EventType::ANONYMOUS_GTID_EVENT as u8 {
-                    None
-                } else {
-                    let s = g.sid();
-                    let hex: String = s.iter().map(|b| format!("{:02x}", b)).collect();
-                    Some(format!(
-                        "{}-{}-{}-{}-{}:{}",
-                        &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32], g.gno()
-                    ))
-                };
-                let opt = |v: u64| if v == 0 { None } else { Some(v) };
-                (
-                    K_GTID_MYSQL,
-                    pos,
-                    end,
-                    ts,
-                    gtid,
-                    g.last_committed(),
-                    g.sequence_number(),
-                    opt(g.tx_length()),
-                    opt(g.original_commit_timestamp()),
-                    opt(g.immediate_commit_timestamp()),
-                )
-                    .into_py(py)
-            }
-            Some(EventData::QueryEvent(q)) => (
-                K_QUERY,
-                pos,
-                end,
-                ts,
-                q.thread_id(),
-                q.schema().into_owned(),
-                q.query().into_owned(),
-            )
-                .into_py(py),
-            Some(EventData::TableMapEvent(t)) => {
-                let t = t.into_owned();
-                let out = (
-                    K_TABLE_MAP,
-                    pos,
-                    end,
-                    ts,
-                    t.table_id(),
-                    t.database_name().into_owned(),
-                    t.table_name().into_owned(),
-                )
-                    .into_py(py);
-                self.tables.insert(t.table_id(), t);
-                out
-            }
-            Some(EventData::RowsEvent(r)) => {
-                let kind = match &r {
-                    RowsEventData::WriteRowsEventV1(_) | RowsEventData::WriteRowsEvent(_) => "I",
-                    RowsEventData::DeleteRowsEventV1(_) | RowsEventData::DeleteRowsEvent(_) => "D",
-                    _ => "U",
-                };
-                let tid = r.table_id();
-                let tme = match self.tables.get(&tid) {
-                    Some(t) => t,
-                    None => {
-                        return Ok((K_ROWS, pos, end, ts, tid, kind, PyList::empty_bound(py), false, false, 0usize).into_py(py))
-                    }
-                };
-                let present = |bits: &bitvec::slice::BitSlice<u8>| -> Vec<usize> { bits.iter_ones().collect() };
-                let (before_cols, after_cols) = match &r {
-                    RowsEventData::WriteRowsEventV1(e) => (vec![], present(e.columns_after_image())),
-                    RowsEventData::WriteRowsEvent(e) => (vec![], present(e.columns_after_image())),
-                    RowsEventData::DeleteRowsEventV1(e) => (present(e.columns_before_image()), vec![]),
-                    RowsEventData::DeleteRowsEvent(e) => (present(e.columns_before_image()), vec![]),
-                    RowsEventData::UpdateRowsEventV1(e) => (present(e.columns_before_image()), present(e.columns_after_image())),
-                    RowsEventData::UpdateRowsEvent(e) => (present(e.columns_before_image()), present(e.columns_after_image())),
-                    RowsEventData::PartialUpdateRowsEvent(e) => (present(e.columns_before_image()), present(e.columns_after_image())),
-                };
-                let wanted = self
-                    .wanted
-                    .get(&(tme.database_name().into_owned(), tme.table_name().into_owned()));
-                // the highest column position in the images: the importer checks it against
-                // the table's definition even when only key columns come back
-                let top = before_cols.iter().chain(after_cols.iter()).max().map_or(0, |c| c + 1);
-                let rows = PyList::empty_bound(py);
-                // every real row takes at least a byte: more rows than bytes is a damaged event
-                // whose rows take none (the iterator would never end)
-                let most = ev.data().len() + 1;
-                for (k, row) in r.rows(tme).enumerate() {
-                    if k > most {
-                        return Err(bad(pos, "corrupt rows event (rows of no bytes)"));
-                    }
-                    let (b, a) = row.map_err(|e| bad(pos, format!("cannot decode a row: {}", e)))?;
-                    let b = match b {
-                        Some(b) => image(py, &b, &before_cols, tme, wanted)?.into_py(py),
-                        None => py.None(),
-                    };
-                    let a = match a {
-                        Some(a) => image(py, &a, &after_cols, tme, wanted)?.into_py(py),
-                        None => py.None(),
-                    };
-                    rows.append((b, a))?;
-                }
-                (K_ROWS, pos, end, ts, tid, kind, rows, true, wanted.is_some(), top).into_py(py)
-            }
-            Some(EventData::XidEvent(_)) => (K_XID, pos, end, ts).into_py(py),
-            Some(EventData::RotateEvent(r)) => (K_ROTATE, pos, end, ts, r.name().into_owned()).into_py(py),
-            Some(EventData::IncidentEvent(_)) => (K_INCIDENT, pos, end, ts).into_py(py),
-            Some(EventData::TransactionPayloadEvent(_)) => (K_UNSUPPORTED, pos, end, ts, raw).into_py(py),
-            _ => (K_OTHER, pos, end, ts, raw).into_py(py),
-        })
-    }
-}
-
 #[pymethods]
-impl EventReader {
+impl TxnReader {
+    /// `hooks`: binlog_binary._Hooks; `file`, `rotated`, `start_file`: binlog_text.Reader's.
     #[new]
-    fn new(path: &str) -> PyResult<Self> {
-        let file = File::open(path).map_err(|e| PyOSError::new_err(e.to_string()))?;
-        let mut stream = BufReader::with_capacity(1 << 20, file);
+    #[pyo3(signature = (path, hooks, strict, file, rotated, start_file))]
+    fn new(path: &str, hooks: PyObject, strict: bool, file: u64, rotated: bool, start_file: Option<u64>) -> PyResult<Self> {
+        let f = File::open(path).map_err(|e| PyOSError::new_err(e.to_string()))?;
+        let mut stream = BufReader::with_capacity(1 << 20, f);
         let mut magic = [0u8; 4];
         stream
             .read_exact(&mut magic)
@@ -321,48 +714,86 @@ impl EventReader {
         if magic != [0xfe, b'b', b'i', b'n'] {
             return Err(PyValueError::new_err("binlog position 0: not a binary binlog (no \\xfebin magic)"));
         }
-        Ok(EventReader {
+        Ok(TxnReader {
             stream,
-            events: EventStreamReader::new(BinlogVersion::Version4),
-            tables: HashMap::new(),
+            fde: FormatDescriptionEvent::new(BinlogVersion::Version4),
             offset: 4,
-            wanted: HashMap::new(),
+            done: false,
+            strict,
+            hooks,
+            tables: HashMap::new(),
+            plans: HashMap::new(),
+            generation: 0,
+            cur: None,
+            query_db: None,
+            file,
+            rotated,
+            start_file,
+            server_version: None,
+            mariadb_gtids: 0,
+            mysql_gtids: 0,
+            skipped: Vec::new(),
+            batch: Batch::default(),
         })
     }
 
-    /// From now on, row images of `db`.`table` carry only these columns (1-based positions).
-    fn want(&mut self, db: String, table: String, positions: Vec<usize>) {
-        self.wanted.insert((db, table), positions.iter().map(|p| p.saturating_sub(1)).collect());
-    }
-
-    /// Full row images again for every table (the table definitions changed).
-    fn want_all(&mut self) {
-        self.wanted.clear();
-    }
-
-    /// Up to `n` event tuples, or None at the end of the file.
-    fn next_batch(&mut self, py: Python<'_>, n: usize) -> PyResult<Option<PyObject>> {
-        let out = PyList::empty_bound(py);
-        for _ in 0..n {
-            // mysql_common may panic on some damaged input: that is a corrupt event, not a crash
-            let at = self.offset;
-            let read = catch_unwind(AssertUnwindSafe(|| self.events.read(&mut self.stream)));
-            let ev = match read {
-                Ok(Ok(Some(ev))) => ev,
-                Ok(Ok(None)) => break,
-                Ok(Err(e)) => return Err(bad(at, format!("truncated or corrupt event: {}", e))),
-                Err(_) => return Err(bad(at, "truncated or corrupt event")),
-            };
-            let t = match catch_unwind(AssertUnwindSafe(|| self.event_tuple(py, &ev))) {
-                Ok(t) => t?,
-                Err(_) => return Err(bad(at, "corrupt event (the parser gave up on it)")),
-            };
-            out.append(t)?;
-        }
-        if out.is_empty() {
+    /// The transactions finished in the next `n` events, numbered from `seq` + 1, with the
+    /// previous transaction's commit id: (their trace lines, how many, commit groups begun,
+    /// the last commit id, standalone DDL, the highest file index); None after the end.
+    #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (n, seq, last_commit_id))]
+    fn next_batch(
+        &mut self,
+        py: Python<'_>,
+        n: usize,
+        seq: u64,
+        last_commit_id: Option<u64>,
+    ) -> PyResult<Option<(String, u64, u64, Option<u64>, u64, u64)>> {
+        if self.done {
             return Ok(None);
         }
-        Ok(Some(out.into_py(py)))
+        self.batch = Batch { seq, last_commit_id, ..Default::default() };
+        for _ in 0..n {
+            if self.done {
+                break;
+            }
+            let at = self.offset;
+            // mysql_common may panic on some damaged input: that is a corrupt event, not a crash
+            let ev = match catch_unwind(AssertUnwindSafe(|| self.read_event())) {
+                Ok(Ok(Some(ev))) => ev,
+                Ok(Ok(None)) => {
+                    self.end_of_file()?;
+                    break;
+                }
+                Ok(Err(e)) => {
+                    self.fatal(at, format!("truncated or corrupt event: {}", e))?;
+                    break;
+                }
+                Err(_) => {
+                    self.fatal(at, "truncated or corrupt event".into())?;
+                    break;
+                }
+            };
+            match catch_unwind(AssertUnwindSafe(|| self.event(py, &ev))) {
+                Ok(Ok(())) => {}
+                Ok(Err(Halt::Py(e))) => return Err(e),
+                Ok(Err(Halt::Fatal(p, why))) => {
+                    self.fatal(p, why)?;
+                    break;
+                }
+                Err(_) => {
+                    self.fatal(at, "corrupt event (the parser gave up on it)".into())?;
+                    break;
+                }
+            }
+        }
+        let b = std::mem::take(&mut self.batch);
+        Ok(Some((b.text, b.count, b.groups, b.last_commit_id, b.ddl, b.last_file)))
+    }
+
+    /// Transactions left out (not strict): (binlog position, gtid, reason, outside any).
+    fn take_skipped(&mut self) -> Vec<(u64, Option<String>, String, bool)> {
+        std::mem::take(&mut self.skipped)
     }
 
     /// Bytes read so far (for progress).
@@ -374,8 +805,10 @@ impl EventReader {
 
 #[pymodule]
 fn commitsched_binlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    // Panics are caught and turned into ValueError above: keep their text off stderr.
+    // Panics are caught and turned into problems above: keep their text off stderr.
     std::panic::set_hook(Box::new(|_| {}));
-    m.add_class::<EventReader>()?;
+    m.add_class::<TxnReader>()?;
+    m.add_class::<blocks::BlockDecoder>()?;
+    m.add("BinlogProblem", m.py().get_type_bound::<BinlogProblem>())?;
     Ok(())
 }
