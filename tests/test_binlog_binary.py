@@ -2,6 +2,8 @@
 the same traces as the text importer, real MySQL 8 files as they are, clear refusals."""
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -15,7 +17,26 @@ from commitsched.trace import TraceError, load_trace
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "binlog")
 MDB = os.path.join(FIX, "mariadb_tiny.binlog.000002")
 MDB_SCHEMA = os.path.join(FIX, "mariadb_tiny.schema.sql")
-MY = os.path.join(FIX, "mysql")
+# Real MySQL binlogs are third-party data, kept out of commits: read from outside the repository
+# and checked against their manifest (tests/fixtures/binlog/mysql_binlogs.json), skipped with the
+# file's name where absent.
+MY = os.environ.get("COMMITSCHED_MYSQL_BINLOGS",
+                    os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "shared",
+                                                  "mysql_binlogs")))
+MY_MANIFEST = {f["name"]: f for f in json.load(open(os.path.join(FIX, "mysql_binlogs.json"),
+                                                    encoding="utf-8"))["files"]}
+
+
+def mysql_binlog(name: str) -> str:
+    """The path of a real MySQL binlog of the manifest, or skip the test naming it."""
+    path = os.path.join(MY, name)
+    if not os.path.exists(path):
+        pytest.skip(f"{name} not in {MY} (real MySQL binlog, third-party data not vendored: "
+                    "tests/fixtures/binlog/mysql_binlogs.json says where it comes from)")
+    with open(path, "rb") as f:
+        assert hashlib.sha256(f.read()).hexdigest() == MY_MANIFEST[name]["sha256"], \
+            f"{path} is not the file the manifest describes"
+    return path
 
 pytestmark = pytest.mark.skipif(not binlog_binary.available(),
                                 reason="commitsched_binlog not built (make setup builds it)")
@@ -67,7 +88,7 @@ MYSQL_FILES = [
 @pytest.mark.parametrize("name,server,expected", MYSQL_FILES)
 def test_real_mysql8_binlogs(tmp_path, name, server, expected):
     out = str(tmp_path / "o.jsonl")
-    stats = import_binlog([os.path.join(MY, name)], out)
+    stats = import_binlog([mysql_binlog(name)], out)
     tr = load_trace(out)
     assert stats.dialect == "mysql"
     assert tr.source["server"] == f"MySQL {server}"                  # what --mysql reads
@@ -78,23 +99,23 @@ def test_real_mysql8_binlogs(tmp_path, name, server, expected):
 
 def test_mysql_gtids_and_anonymous_gtids(tmp_path):
     out = str(tmp_path / "o.jsonl")
-    import_binlog([os.path.join(MY, "mysql_type_bit.000001")], out)
+    import_binlog([mysql_binlog("mysql_type_bit.000001")], out)
     assert [t.gtid for t in load_trace(out)] == [
         f"fbda2ad0-7c46-11ec-ae30-4ef7efc81a2a:{i}" for i in (1, 2, 3)]
-    import_binlog([os.path.join(MY, "json-opaque.binlog")], out)      # gtid_mode=OFF
+    import_binlog([mysql_binlog("json-opaque.binlog")], out)      # gtid_mode=OFF
     assert [t.gtid for t in load_trace(out)] == [None, None, None]
 
 
 def test_mysql_compressed_transaction_is_refused_clearly(tmp_path):
     with pytest.raises(TraceError) as e:
-        import_binlog([os.path.join(MY, "transaction_compression.000001")],
+        import_binlog([mysql_binlog("transaction_compression.000001")],
                       str(tmp_path / "o.jsonl"))
     assert "event type 40" in e.value.reason and "binlog position 274" in e.value.reason
     assert not (tmp_path / "o.jsonl").exists()
 
 
 def test_minimal_row_image_is_refused_and_skippable(tmp_path):
-    path = os.path.join(MY, "json.binlog.000001")      # ends with a partial JSON update
+    path = mysql_binlog("json.binlog.000001")      # ends with a partial JSON update
     with pytest.raises(TraceError) as e:
         import_binlog([path], str(tmp_path / "o.jsonl"))
     assert "record with binlog_row_image=FULL" in e.value.reason
@@ -125,7 +146,7 @@ def test_rows_event_whose_rows_take_no_bytes_ends(tmp_path):
     """A damaged MySQL file (found by mutation) whose table map declares no columns: the rows
     iterator would yield empty rows forever."""
     with pytest.raises(TraceError) as e:
-        import_binlog([os.path.join(MY, "damaged_zero_width_rows.bin")], str(tmp_path / "o.jsonl"))
+        import_binlog([mysql_binlog("damaged_zero_width_rows.bin")], str(tmp_path / "o.jsonl"))
     assert e.value.reason == "corrupt rows event (rows of no bytes) (binlog position 1409)"
 
 
