@@ -11,8 +11,10 @@
   earlier transaction has started its commit (`mark_start_commit` at its XID; for a standalone
   DDL after its commit). Speculation WAIT (non-transactional, or under optimistic a transaction
   that waited on the source or may not run in parallel) also waits for its predecessor's commit.
-- Commits are in relay-log order, in groups sharing one sync (`wait_for_prior_commit` +
-  `queue_for_group_commit`).
+- Commits are in relay-log order. With the replica's own binlog (`log_replica_updates`, MariaDB
+  `log_slave_updates=ON`) they go in groups sharing one binlog sync (`queue_for_group_commit`, a
+  leader commits every member); without it, one at a time, each woken by its predecessor's
+  in-order commit (`wait_for_prior_commit`, simcore.CommitChain), the redo flush after it.
 - Row locks: a transaction takes its keys when it starts and holds them to its commit. Waiting
   for an earlier holder is a lock wait. Finding a later holder (it would wait for us to commit:
   a deadlock InnoDB cannot see) kills the holder (`thd_rpl_deadlock_check`): it rolls back,
@@ -31,16 +33,17 @@ from typing import Callable, Iterable
 from .profiles import Profile
 from .rules import (MARIADB_LEVELS, gco_decision, gco_released, lock_conflict, marks_at_exec_end,
                     next_thread, waits_for_mdl, waits_for_prior_commit)
-from .simcore import (CAUSES, CommitStage, CpuPool, CpuTask, Deadlock, Disk, EventLog, LogFlush,
-                      SimulationError, TxnRun, account_commit_wait, new_runs)
+from .simcore import (CAUSES, CommitChain, CommitStage, CpuPool, CpuTask, Deadlock, Disk,
+                      EventLog, LogFlush, SimulationError, TxnRun, account_commit_wait, new_runs)
 
 MODES = MARIADB_LEVELS
 MARIADB_BUGS = frozenset({"gco_start_on_exec", "optimistic_no_kill"})
 
-EXEC_END, READY, RESUME, DISPATCHED, BACKGROUND_DONE, EXEC_START = 0, 1, 3, 8, 9, 10
+EXEC_END, READY, RESUME, DISPATCHED, BACKGROUND_DONE, EXEC_START, FINISHED = 0, 1, 3, 8, 9, 10, 13
 SYNC_END, GROUP_START, SYNC_CPU = (CommitStage.SYNC_END, CommitStage.GROUP_START,
                                    CommitStage.SYNC_CPU)
 FLUSH_CPU, FLUSH_END = LogFlush.FLUSH_CPU, LogFlush.FLUSH_END
+CHAIN_START, CHAIN_DONE = CommitChain.START, CommitChain.DONE
 PHASE_GCO, PHASE_PRIOR, PHASE_LOCKS = 0, 1, 2
 
 
@@ -63,22 +66,27 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     heap: list = []
     counter = itertools.count()
     push, pop = heapq.heappush, heapq.heappop
-    sync, retry_cost = profile.sync, profile.retry
+    sync, retry_cost = profile.group_sync, profile.retry
     blocked = dict.fromkeys(CAUSES, 0.0)
 
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     current: list[TxnRun | None] = [None] * workers
     cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
     disk = Disk() if profile.shared_disk else None
-    stage = CommitStage(profile.sync, True, heap, counter, sync_cpu=profile.sync_cpu, cpus=cpus,
+    stage = CommitStage(sync, True, heap, counter, sync_cpu=profile.sync_cpu, cpus=cpus,
                         member_cpu=profile.commit_serial,
                         member_cost=profile.member_cost if profile.commit_byte else None,
                         wakeup=profile.wakeup, disk=disk)
     wakeup = profile.wakeup             # a waiting thread runs this long after it is signalled
     dispatch_cost = profile.dispatch_cost
-    # the commit step (prepare's redo sync) as a flush resource, when the profile says how
-    flush = (LogFlush(profile.commit_grouped, profile.commit_cpu, cpus, heap, counter, READY,
-                      disk)
+    # without the replica's binlog: one-phase commits handed on in order, then the redo flush
+    chain = (None if profile.log_replica_updates
+             else CommitChain(profile.member_cost, wakeup, heap, counter, cpus, blocked))
+    # the redo flush as a resource, when the profile says how: with the binlog, prepare's sync
+    # before the group commit (then READY); without, the commit's own flush after the in-order
+    # commit (then FINISHED)
+    flush = (LogFlush(profile.commit_grouped, profile.commit_cpu, cpus, heap, counter,
+                      READY if chain is None else FINISHED, disk)
              if profile.commit_grouped or profile.shared_disk
              or (cpus is not None and profile.commit_cpu > 0)
              else None)
@@ -114,6 +122,8 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         nxt = next(runs, None)
         if nxt is not None and stage.next_seq is None:
             stage.next_seq = nxt.seq
+            if chain is not None:
+                chain.next_seq = nxt.seq
             committed_upto = nxt.seq - 1
 
     def classify(run: TxnRun) -> None:
@@ -202,6 +212,8 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         if cpus is not None and victim.exec_end is None:
             cpus.release(victim, now)            # killed while executing or queued for a core
         stage.withdraw(victim)
+        if chain is not None:
+            chain.withdraw(victim)
         if victim.marked:                        # unmark_start_commit
             victim.marked = False
             count_committing -= 1
@@ -246,6 +258,50 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         slot = next_thread(slot, workers)
         advance()
 
+    def wake_prior_waiter(run: TxnRun, now: float) -> None:
+        """`run` committed: the transaction waiting for its commit goes on (a retry after its
+        rollback and re-read)."""
+        waiter = prior_waiters.pop(run.seq, None)
+        if waiter is None:
+            return
+        if waiter.retries and waiter.wait_cause == "prior_commit_wait":
+            resume(waiter, now)
+            blocked["retry"] += retry_cost
+            push(heap, (now + retry_cost + wakeup, next(counter), RESUME, waiter))
+        else:
+            wake(waiter, now)
+
+    def free_thread(run: TxnRun, now: float) -> None:
+        """`run` is done: its thread is free; the server's own threads work after a commit, and
+        the threads' spinning while they wait for each other (off the transactions' path)."""
+        current[run.worker] = None
+        if cpus is not None:
+            off_path = background + contention_cpu(run.txn, workers)
+            if off_path > 0:
+                task = CpuTask()
+                cpus.execute(task, now, off_path, BACKGROUND_DONE, task)
+        sink(run)
+
+    def visible(run: TxnRun, now: float) -> None:
+        """Without the replica's binlog: `run`'s in-order commit ended (its successor's turn):
+        its changes are visible and its locks go; its redo flush is still to come."""
+        nonlocal committed_upto
+        committed_upto = run.seq
+        if "ddl" in run.dep[1]:
+            mark_start_commit(run, now)
+        release_locks(run, now)
+        wake_prior_waiter(run, now)
+
+    def finish(run: TxnRun, now: float) -> None:
+        """Without the replica's binlog: `run`'s redo flush ended; its thread goes on."""
+        nonlocal committed
+        run.commit = now
+        if log is not None:
+            log("commit", run.seq, now, None)
+        committed += 1
+        free_thread(run, now)
+        take_next(run.worker, now)
+
     advance()
     while True:
         if (nxt is not None and cause is None and not driver_busy
@@ -286,7 +342,10 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                     cpus.release(run, t)
                 if marks_at_exec_end("ddl" in run.dep[1]):
                     mark_start_commit(run, t)
-                if flush is None:
+                if chain is not None:            # its commit turn; the redo flush after it
+                    run.ready = t
+                    chain.add(run, t)
+                elif flush is None:
                     run.ready = t + run.commit_cost
                     push(heap, (run.ready, next(counter), READY, (run, attempt)))
                 else:
@@ -310,6 +369,22 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
             run, attempt = payload
             if attempt == run.attempt:
                 begin_exec(run, t)
+        elif kind == CHAIN_DONE:
+            run = chain.done(payload, t)
+            if run is not None:
+                visible(run, t)
+                if flush is not None:
+                    flush.request(run, t)
+                elif run.commit_cost > 0:
+                    push(heap, (t + run.commit_cost, next(counter), FINISHED, (run, run.attempt)))
+                else:
+                    finish(run, t)
+        elif kind == CHAIN_START:
+            chain.start(payload, t)
+        elif kind == FINISHED:
+            run, attempt = payload
+            if attempt == run.attempt:
+                finish(run, t)
         elif kind == GROUP_START:
             stage.group_start(t)
         else:  # SYNC_END
@@ -323,23 +398,10 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                 if "ddl" in run.dep[1]:
                     mark_start_commit(run, t)
                 release_locks(run, t)
-                current[run.worker] = None
-                if cpus is not None:             # the server's own threads after a commit,
-                    off_path = background + contention_cpu(run.txn, workers)  # and spinning
-                    if off_path > 0:
-                        task = CpuTask()
-                        cpus.execute(task, t, off_path, BACKGROUND_DONE, task)
-                sink(run)
+                free_thread(run, t)
             stage.group_done(payload, t)
             for run in payload:
-                waiter = prior_waiters.pop(run.seq, None)
-                if waiter is not None:
-                    if waiter.retries and waiter.wait_cause == "prior_commit_wait":
-                        resume(waiter, t)
-                        blocked["retry"] += retry_cost
-                        push(heap, (t + retry_cost + wakeup, next(counter), RESUME, waiter))
-                    else:
-                        wake(waiter, t)
+                wake_prior_waiter(run, t)
                 take_next(run.worker, t)
     if nxt is not None or committed != queued:
         stuck = sorted(r.seq for r in current if r is not None)

@@ -185,7 +185,8 @@ def _bugs(args) -> frozenset[str]:
 
 def _profile(args):
     return get_profile(args.profile, cores=getattr(args, "cores", None),
-                       durability=getattr(args, "durability", None))
+                       durability=getattr(args, "durability", None),
+                       log_replica_updates=getattr(args, "log_replica_updates", None))
 
 
 def _emit(text: str, path: str | None) -> None:
@@ -370,6 +371,11 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                    help="the replica's settings: durable (sync_binlog=1, "
                         "innodb_flush_log_at_trx_commit=1) or relaxed (0 / 2): the machine "
                         "profile's sync costs apply or not (default: the profile's, durable)")
+    g.add_argument("--log-replica-updates", type=_on_off, metavar="on|off",
+                   help="mariadb appliers: the replica writes what it applies to its own binlog "
+                        "(log_slave_updates): on, commits go through the binlog's group commit "
+                        "and sync; off, one at a time in order, the redo flush only (default: as "
+                        "the profile's replica was measured; replica16: off)")
     g.add_argument("--preserve-commit-order", type=_on_off, metavar="on|off",
                    help="mysql applier: replica_preserve_commit_order (default on)")
     g.add_argument("--checkpoint-group", type=_positive_int, metavar="N",

@@ -97,6 +97,12 @@ class Profile:
     # (`sync`, `sync_cpu`, `commit_default`, `commit_cpu`) are those of a durable replica
     # (sync_binlog=1, innodb_flush_log_at_trx_commit=1); `with_durability("relaxed")` drops them.
     durability: str = "durable"
+    # Whether the replica writes what it applies to its own binlog (MariaDB `log_slave_updates`,
+    # MySQL `log_replica_updates`): with it, commits go through the binlog's group commit and its
+    # sync (`sync`); without it (MariaDB's default), one-phase commits handed on in order and the
+    # redo flush only (simcore.CommitChain). A setting of the replica, like durability; MariaDB
+    # only (MySQL is modelled with it on, its default).
+    log_replica_updates: bool = True
     # The machine the profile describes, and the calibration residuals of its predicted
     # speedups: measured / predicted at the given quantiles (the report's band).
     machine: str = ""
@@ -150,6 +156,18 @@ class Profile:
                                "costs were not measured")
         return replace(self, sync=0.0, sync_cpu=0.0, commit_default=0.0, commit_cpu=0.0,
                        commit_grouped=False, durability="relaxed")
+
+    @property
+    def group_sync(self) -> float:
+        """The binlog's sync per group commit: none when the replica writes no binlog."""
+        return self.sync if self.log_replica_updates else 0.0
+
+    def with_log_replica_updates(self, on: bool | None) -> "Profile":
+        """This machine's profile for a replica that does (True) or does not (False) write what
+        it applies to its own binlog; None: as the profile was measured."""
+        if on is None or on == self.log_replica_updates:
+            return self
+        return replace(self, log_replica_updates=on)
 
     def commit_cost(self, txn) -> float:
         return self.commit_default if txn.commit is None else txn.commit
@@ -206,13 +224,14 @@ class ProfileError(ValueError):
     pass
 
 
-def get_profile(name: str, *, cores: int | None = None, durability: str | None = None) -> Profile:
-    """A named profile, with its `cores` and durability replaced when given."""
+def get_profile(name: str, *, cores: int | None = None, durability: str | None = None,
+                log_replica_updates: bool | None = None) -> Profile:
+    """A named profile, with its `cores`, durability and binlog setting replaced when given."""
     try:
         profile = PROFILES[name]
     except KeyError:
         raise ProfileError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None
-    profile = profile.with_durability(durability)
+    profile = profile.with_durability(durability).with_log_replica_updates(log_replica_updates)
     if cores is not None:
         if cores < 1:
             raise ProfileError("cores must be at least 1")

@@ -71,7 +71,7 @@ def simulate_serial(txns: Iterable, profile: Profile, sink: Callable[[TxnRun], N
     cost, as a parallel replica's coordinator pays it), executes it, then commits it with its
     own sync."""
     t = 0.0
-    exec_cost, commit_cost, sync = profile.exec_cost, profile.commit_cost, profile.sync
+    exec_cost, commit_cost, sync = profile.exec_cost, profile.commit_cost, profile.group_sync
     dispatch = profile.dispatch_cost
     for txn in txns:
         run = TxnRun(txn, None, exec_cost(txn), commit_cost(txn))

@@ -175,7 +175,8 @@ def describe_prediction(profile: Profile, speedup: float | None) -> dict:
     """What every prediction names: the machine profile, its cores, the replica's durability,
     and the speedup's band from the profile's calibration residuals (when it has one)."""
     out = {"machine": profile.machine or None, "cores": profile.cores,
-           "durability": profile.durability}
+           "durability": profile.durability,
+           "log_replica_updates": profile.log_replica_updates}
     if speedup is not None and profile.band:
         lo, hi = profile.band
         out["speedup_band"] = [round(speedup * lo, 4), round(speedup * hi, 4)]
@@ -187,7 +188,8 @@ def profile_line(profile: Profile) -> str:
     band = (f"; band: measured/predicted {profile.band[0]:.2f}-{profile.band[1]:.2f} on its "
             f"calibration" if profile.band else "; no calibration band")
     return (f"profile {profile.name}: {profile.machine or 'no measured machine'}, {cores}, "
-            f"{profile.durability} replica{band}")
+            f"{profile.durability} replica, log_replica_updates "
+            f"{'on' if profile.log_replica_updates else 'off'}{band}")
 
 
 def _fmt(v, spec: str) -> str:

@@ -207,6 +207,81 @@ class CommitStage:
                                    next(self.counter), self.SYNC_END, batch))
 
 
+class CommitChain:
+    """One-phase commit in order, without the replica's own binlog (MariaDB with
+    `log_slave_updates=OFF`, `log_replica_updates` in docs/names.md): a transaction waits for its
+    predecessor's commit (`ha_commit_one_phase` -> `wait_for_prior_commit`), runs InnoDB's
+    in-order commit (`member_cost`, on a core when cores are modelled), then wakes its successor
+    (`innobase_commit` calls `thd_wakeup_subsequent_commits` before its redo-log flush). No group
+    and no leader: a successor already waiting runs `wakeup` later, one that becomes ready after
+    its turn came goes on at once. Time spent waiting for the turn counts as `commit_order`.
+    Fires DONE with `(task, run, attempt)` when a member's in-order commit ends."""
+
+    __slots__ = ("member_cost", "wakeup", "heap", "counter", "cpus", "blocked", "next_seq",
+                 "busy", "waiting")
+
+    START = 11
+    DONE = 12
+
+    def __init__(self, member_cost: "Callable", wakeup: float, heap: list, counter,
+                 cpus: "CpuPool | None", blocked: dict):
+        self.member_cost, self.wakeup, self.heap, self.counter = member_cost, wakeup, heap, counter
+        self.cpus, self.blocked = cpus, blocked
+        self.next_seq = None
+        self.busy = False                    # a member's in-order commit runs, or it is woken
+        self.waiting: dict[int, TxnRun] = {}
+
+    def add(self, run: TxnRun, now: float) -> None:
+        """`run` finished executing and asks for its commit turn."""
+        self.waiting[run.seq] = run
+        if not self.busy and run.seq == self.next_seq:
+            self._begin(run, now)
+
+    def withdraw(self, run: TxnRun) -> None:
+        """A killed transaction leaves the queue (it is never the one whose turn it is: only an
+        earlier transaction kills, and every earlier one has committed by then)."""
+        self.waiting.pop(run.seq, None)
+
+    def start(self, payload, now: float) -> None:
+        """The woken successor runs its in-order commit."""
+        run, attempt = payload
+        if attempt == run.attempt and self.waiting.get(run.seq) is run:
+            self._begin(run, now)
+        else:                                # killed meanwhile: whoever comes next goes on
+            self.busy = False
+
+    def done(self, payload, now: float) -> TxnRun | None:
+        """A member's in-order commit ended: its successor's turn. Returns the member (None if
+        it was killed meanwhile: cannot happen, see `withdraw`)."""
+        task, run, attempt = payload
+        if task is not None:
+            self.cpus.release(task, now)
+        self.busy = False
+        self.next_seq = run.seq + 1
+        successor = self.waiting.get(self.next_seq)
+        if successor is not None:
+            self.busy = True
+            if self.wakeup > 0:
+                heapq.heappush(self.heap, (now + self.wakeup, next(self.counter), self.START,
+                                           (successor, successor.attempt)))
+            else:
+                self._begin(successor, now)
+        return run if attempt == run.attempt else None
+
+    def _begin(self, run: TxnRun, now: float) -> None:
+        del self.waiting[run.seq]
+        self.busy = True
+        if now - run.ready > 1e-9:
+            self.blocked["commit_order"] += now - run.ready
+        cost = self.member_cost(run.txn)
+        if self.cpus is not None and cost > 0:
+            task = CpuTask()
+            self.cpus.execute(task, now, cost, self.DONE, (task, run, run.attempt))
+        else:
+            heapq.heappush(self.heap, (now + cost, next(self.counter), self.DONE,
+                                       (None, run, run.attempt)))
+
+
 class LogFlush:
     """The commit step's own sync (InnoDB's redo-log flush at prepare, semantics §3.8) as a
     resource rather than a private delay: a flush takes `run.commit_cost` (the longest in the

@@ -438,3 +438,38 @@ def test_event_handoff_is_a_wait_off_the_core():
     assert times(runs, "start") == [0.0, 0.0]
     # T2 waits 1 and executes 1-2 on the core; T1 waits 2 and executes 2-3
     assert times(runs, "exec_end") == [3.0, 2.0]
+
+
+def test_without_the_replicas_binlog_commits_are_handed_on_one_at_a_time():
+    """log_replica_updates off (MariaDB's log_slave_updates=OFF): no group, no leader, no binlog
+    sync. Three independent transactions (exec 10, one source group, 3 threads, conservative),
+    commit_serial 2 (InnoDB's in-order commit), wake-up 1, a private redo flush of 5 after the
+    in-order commit. All end executing at 10 - 2 = 8. T1's turn: 8-10, flush to 15. T2 waited
+    since 8, is woken at 10 + 1 and commits 11-13, flush to 18; T3 14-16, flush to 21. The
+    turn waits are commit_order: 3 + 6. The serial replay: 3 x (10 + 5), the sync never paid.
+    With the binlog, the same profile commits the three in one group: redo flushes 8-13, the
+    leader's 3 x 2, the sync 7: 26."""
+    trace = same_group([10, 10, 10])
+    prof = Profile("t", 1, 5, 7, 0, 0, "test", commit_serial=2, wakeup=1,
+                   log_replica_updates=False)
+    runs, blocked = collect("commit_id+mariadb_conservative", trace.txns, 3, prof)
+    assert times(runs, "exec_end") == [8, 8, 8]
+    assert times(runs, "commit") == [15, 18, 21]
+    assert blocked["commit_order"] == 3 + 6
+    serial, _ = collect("serial", trace.txns, 1, prof)
+    assert max(times(serial, "commit")) == 45
+    with_binlog, _ = collect("commit_id+mariadb_conservative", trace.txns, 3,
+                             prof.with_log_replica_updates(True))
+    assert times(with_binlog, "commit") == [26, 26, 26]
+
+
+def test_without_the_replicas_binlog_the_redo_flush_groups_after_the_turns():
+    """The same three with a grouped redo flush (InnoDB's log group commit: one flush at a time
+    covering every waiting request) of 5 and no wake-up latency: T1 commits in order 8-10 and
+    flushes alone 10-15; T2 (10-12) and T3 (12-14) queue meanwhile and share the next flush,
+    15-20. A later transaction's turn never waits for an earlier one's flush."""
+    trace = same_group([10, 10, 10])
+    prof = Profile("t", 1, 5, 0, 0, 0, "test", commit_serial=2, commit_grouped=True,
+                   log_replica_updates=False)
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 3, prof)
+    assert times(runs, "commit") == [15, 20, 20]

@@ -35,7 +35,8 @@ def profile_text(prof: dict) -> str:
     cores = f"{prof['cores']} cores" if prof.get("cores") else "a core per worker (no CPU limit)"
     band = prof.get("band") or ()
     return (f"Machine profile `{prof['name']}`: {prof.get('machine') or 'no measured machine'}; "
-            f"{cores}; {prof.get('durability', 'durable')} replica; "
+            f"{cores}; {prof.get('durability', 'durable')} replica, log_replica_updates "
+            f"{'on' if prof.get('log_replica_updates', True) else 'off'}; "
             + (f"shaded band: measured / predicted {band[0]:.2f}-{band[1]:.2f} (10th-90th "
                f"percentile) on its calibration. " if band else "no calibration band. ")
             + f"Provenance: {prof['provenance']}.")
