@@ -236,7 +236,9 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
                                 f"{transfer.get('coordination_thread_ratio', 0):.4f}, the ratio "
                                 f"of {src_t}'s CPU counters",
             wakeup=f"fitted on {src_t}")
+    fitted_from["log_replica_updates"] = "the replica's setting (log_slave_updates=ON)"
     common["fitted_from"] = fitted_from
+    common["log_replica_updates"] = True
     how = ("fitted by traces/record/calibrate.py fit from the serial applies, the fit-only "
            "runs and server counters only (docs/calibration.md)"
            + ("; thread growth and wake-up latency transferred from "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import os
 import statistics
 import sys
@@ -54,6 +55,10 @@ ABLATIONS = {
     "driver contention per thread": dict(dispatch_thread=0.0),
     "wake-up latency": dict(wakeup=0.0),
     "leader's work per byte": dict(commit_byte=0.0),
+    # (for a profile measured without the replica's binlog only: the binlog's group commit and
+    # its leader instead of the chain of one-phase commits, with no binlog sync added)
+    "commits handed on one at a time (binlog group commit instead)":
+        dict(log_replica_updates=True, sync=0.0),
     "CPU growth with threads": dict(coordination_thread=0.0),
     "parallel-mode CPU (all)": dict(coordination=0.0, coordination_event=0.0,
                                     coordination_thread=0.0),
@@ -61,6 +66,11 @@ ABLATIONS = {
     "worker hand-off wait per event": dict(handoff_event=0.0),
     "cores as a limit": dict(cores=None),
 }
+
+
+def ablation_applies(model: Profile, off: dict) -> bool:
+    """An ablation of the binlog-less commit chain means nothing for a replica with its binlog."""
+    return not (off.get("log_replica_updates") and model.log_replica_updates)
 
 
 def profile_from_dict(d: dict) -> Profile:
@@ -123,9 +133,13 @@ def replica16_rows(fit_json: dict, full: bool = True, ablations: bool = True,
             # the fold fitted on the other workload, its execution cost from this one's serial rate
             other = [f for held, f in folds.items() if held == w]
             if other:
-                row["cv"] = fm.predict(wl, fm.with_exec(other[0], [wl]), mode, n)
+                # (clamped at no execution when the fold's other terms alone exceed this
+                # workload's serial time: the held-out prediction is then what the fold says)
+                row["cv"] = fm.predict(wl, fm.with_exec(other[0], [wl], clamp=True), mode, n)
         if ablations:
             for name, off in ABLATIONS.items():
+                if not ablation_applies(model, off):
+                    continue
                 prof = fm.with_exec(replace(model, **off), list(workloads.values()))
                 row["without " + name] = fm.predict(wl, prof, mode, n) if prof else None
         rows.append(row)
@@ -178,6 +192,8 @@ def two_core_rows(progress=print, ablations: bool = True) -> list[dict]:
                                                     n)["speedup"]}
             if ablations:       # nothing refitted: the same profile with the terms at zero
                 for what, off in ABLATIONS.items():
+                    if not ablation_applies(model, off):
+                        continue
                     row["without " + what] = calib_report.predict(
                         trace, replace(model, **off), mode, n)["speedup"]
             rows.append(row)
@@ -197,7 +213,8 @@ def _cell(r: dict, key: str) -> str:
 TERM_ROWS = ("exec_default", "exec_event", "dispatch", "dispatch_event", "dispatch_thread",
              "commit_serial", "commit_byte", "wakeup", "coordination", "coordination_event",
              "coordination_thread", "sync", "sync_cpu", "commit_default", "commit_cpu",
-             "background_cpu", "handoff_event", "shared_disk", "commit_grouped", "cores")
+             "background_cpu", "handoff_event", "shared_disk", "commit_grouped",
+             "log_replica_updates", "cores")
 
 
 def terms_table(profiles: list[Profile]) -> str:
@@ -209,7 +226,11 @@ def terms_table(profiles: list[Profile]) -> str:
         for p in profiles:
             v = getattr(p, t)
             how = p.fitted_from.get(t)
-            text = "-" if v in (None, 0, 0.0) else (f"{v:.4g}" if isinstance(v, float) else str(v))
+            if isinstance(v, bool):
+                text = "on" if v else "off"
+            else:
+                text = "-" if v in (None, 0, 0.0) else (f"{v:.4g}" if isinstance(v, float)
+                                                        else str(v))
             cells.append(text + (f" ({how})" if how and text != "-" else ""))
         out.append(f"| `{t}` | " + " | ".join(cells) + " |")
     return "\n".join(out)
@@ -288,22 +309,35 @@ def fit_replica16(maxiter: int, limit: int | None, progress=print) -> dict:
     ser = r16.serial_seconds()
     wls = [fm.Workload(w, r16.trace_path(w), ser[w], limit=limit) for w in r16.WORKLOADS]
     growth = r16.cpu_growth({w.name: w.mean_events for w in wls})
+    flush = r16.serial_flush_wait()
     base = Profile("replica16", exec_default=0.0, commit_default=0.0, sync=0.0, dispatch=0.0,
                    retry=0.0, provenance="", cores=16, commit_grouped=True, shared_disk=True,
+                   log_replica_updates=False,
                    coordination_thread=round(growth["coordination_thread"], 4),
                    machine=r16.MACHINE)
     configs = sorted(meas)
-    progress("replica16: both workloads")
-    prof, loss = fm.fit(base, wls, meas, configs, maxiter=maxiter, progress=progress)
-    cv = {}
+    # three independent searches, one process each: both workloads (from WARM), and one fold
+    # per held-out workload (from COLD)
+    _SEARCHES[:] = [(base, wls, meas, configs, maxiter, fm.START)]
     for held in wls:
         train = [w for w in wls if w is not held]
-        progress(f"replica16: fold fitted on {train[0].name}, predicting {held.name}")
-        fold, _ = fm.fit(base, train, meas, [c for c in configs if c[0] == train[0].name],
-                         maxiter=maxiter, progress=progress, start=fm.COLD)
-        cv[held.name] = fold
-    return {"profile": prof, "loss": loss, "cv": cv, "cpu_growth": growth,
+        _SEARCHES.append((base, train, meas, [c for c in configs if c[0] == train[0].name],
+                          maxiter, fm.COLD))
+    progress(f"replica16: {len(_SEARCHES)} searches (both workloads; one fold per workload)")
+    with multiprocessing.get_context("fork").Pool(len(_SEARCHES)) as pool:
+        results = pool.map(_search, range(len(_SEARCHES)))
+    (prof, loss), folds = results[0], results[1:]
+    cv = {held.name: fold for held, (fold, _) in zip(wls, folds)}
+    return {"profile": prof, "loss": loss, "cv": cv, "cpu_growth": growth, "flush": flush,
             "configs": len(configs), "fit_transactions": limit or "all"}
+
+
+_SEARCHES: list = []          # filled before the fork; a worker runs one by index
+
+
+def _search(i: int):
+    base, train, meas, configs, maxiter, start = _SEARCHES[i]
+    return fm.fit(base, train, meas, configs, maxiter=maxiter, start=start)
 
 
 def _band(rows: list[dict], key: str) -> tuple:
@@ -336,8 +370,11 @@ def cmd_fit(a) -> int:
         exec_event="the serial applies of both workloads (per event)",
         coordination_thread="replica16 CPU counters (cpu_busy_cores x seconds): slope of the "
                             "parallel-mode CPU per event against the thread count",
-        cores="the machine's CPU count", band="cross-validation residuals (10th-90th pct)")
-    prof = replace(prof, fitted_from=fitted_from, machine=r16.MACHINE,
+        cores="the machine's CPU count", band="cross-validation residuals (10th-90th pct)",
+        sync="not measured (the replica wrote no binlog of its own, log_replica_updates off): "
+             "taken as one redo flush on the same disk, for --log-replica-updates on",
+        log_replica_updates="the replica's setting (log_slave_updates=OFF)")
+    prof = replace(prof, fitted_from=fitted_from, machine=r16.MACHINE, sync=prof.commit_default,
                    provenance=("fitted by traces/record/fidelity.py fit on every run of "
                                "shared/replica16 (MariaDB 10.11.19, 16 cores, 2 sysbench "
                                "workloads, 6 rounds x 9 configurations, durable); CPU growth from "
@@ -345,7 +382,9 @@ def cmd_fit(a) -> int:
     fit_json = {"profile": _profile_json(prof), "cv": {w: _profile_json(p)
                                                         for w, p in res["cv"].items()},
                 "loss_mean_abs_log_error": res["loss"], "cpu_growth": res["cpu_growth"],
+                "serial_flush_wait": res["flush"],
                 "fit_transactions": res["fit_transactions"]}
+    _write_json(R16_FIT, fit_json)          # the searches' result first; the band after
     rows = replica16_rows(fit_json, full=not a.quick, ablations=False)
     prof = replace(prof, band=_band(rows, "cv"))
     fit_json["profile"] = _profile_json(prof)

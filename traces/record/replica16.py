@@ -89,6 +89,20 @@ def cpu_growth(events: dict[str, float], folder: str = FOLDER) -> dict:
             "residual_sd_us_per_event": float(resid.std())}
 
 
+def serial_flush_wait(folder: str = FOLDER) -> dict:
+    """The redo-log flush a serial apply waits for per transaction, from the counters (never the
+    timings): the SQL thread is the only one waiting for the disk, and a CPU is idle in iowait
+    while it does, so iowait share x cores x apply time / N. The median over every serial run
+    of both workloads."""
+    rows = load_rows(folder)
+    n = {w: sum(1 for _ in open_trace_lines(w, folder)) for w in WORKLOADS}
+    cores = 16
+    waits = [float(r["cpu_iowait_pct"]) / 100 * cores * r["seconds"] / n[r["workload"]] * 1e6
+             for r in rows if r["mode"] == "serial"]
+    return {"commit_default": statistics.median(waits), "runs": len(waits),
+            "min": min(waits), "max": max(waits)}
+
+
 def open_trace_lines(workload: str, folder: str = FOLDER):
     """The transaction lines of a workload's trace (the header skipped)."""
     import gzip
