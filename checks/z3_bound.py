@@ -1,7 +1,7 @@
 """The optimal schedule of a trace, with z3: the bound every scheduler is scored against.
 
 Two regimes, the same two as `metrics.heuristic_bounds`. Both share (times exact rationals of the
-trace's float costs, `c_i = profile.exec_cost + profile.commit_cost`, `s = profile.sync`):
+trace's float costs, `c_i = profile.exec_cost + profile.commit_cost`, `s = profile.group_sync`):
 
 - a transaction i holds a worker on [S_i, C_i), S_i >= 0, C_i >= S_i + c_i + s;
 - conflicting transactions (`properties.conflicts`: write sets intersect, DDL/admin conflict with
@@ -108,7 +108,7 @@ def make_problem(txns: Iterable, profile) -> Problem:
                 conflict[i][j] = conflict[j][i] = True
     return Problem([t.seq for t in txns],
                    [Fraction(profile.exec_cost(t)) + Fraction(profile.commit_cost(t)) for t in txns],
-                   Fraction(profile.sync), conflict)
+                   Fraction(profile.group_sync), conflict)
 
 
 def _q(x: Fraction) -> z3.ArithRef:
@@ -228,7 +228,7 @@ def relaxed_bound_stream(txns: Iterable, profile, workers: int, regime: str) -> 
     keys' last writers (DDL/admin: everything before); in order, commits are monotone, so the
     latest conflicting predecessor's commit is the largest."""
     from collections import deque
-    s = Fraction(profile.sync)
+    s = Fraction(profile.group_sync)
     key_commit: dict = {}            # key -> latest (in_order) / largest (free) commit of a writer
     prefix_max = Fraction(0)         # largest commit so far
     last_special = Fraction(0)       # commit of the latest DDL/admin (everything after follows)

@@ -59,12 +59,12 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     heap: list = []
     counter = itertools.count()
     pop = heapq.heappop
-    sync = profile.sync
+    sync = profile.group_sync
     dispatch_cost = profile.dispatch_cost
     free = list(range(workers))          # a heap: the lowest index idle worker first
     gaq: deque[TxnRun] = deque()         # dispatched, not yet released from the head
     cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
-    stage = CommitStage(profile.sync, ordered, heap, counter, sync_cpu=profile.sync_cpu,
+    stage = CommitStage(profile.group_sync, ordered, heap, counter, sync_cpu=profile.sync_cpu,
                         cpus=cpus, member_cost=_member_cost(profile), wakeup=profile.wakeup)
     blocked = dict.fromkeys(CAUSES, 0.0)
 
@@ -169,14 +169,14 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
     heap: list = []
     counter = itertools.count()
     pop = heapq.heappop
-    sync = profile.sync
+    sync = profile.group_sync
     blocked = dict.fromkeys(CAUSES, 0.0)
     pinned: dict[str, list] = {}              # schema -> [worker, outstanding count]
     partitions = [0] * workers                # schemas pinned per worker (usage_partition)
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     busy = [False] * workers
     cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
-    stage = CommitStage(profile.sync, False, heap, counter, sync_cpu=profile.sync_cpu,
+    stage = CommitStage(profile.group_sync, False, heap, counter, sync_cpu=profile.sync_cpu,
                         cpus=cpus, member_cost=_member_cost(profile), wakeup=profile.wakeup)
     outstanding = 0
     isolated = False                          # an isolated transaction is outstanding

@@ -39,7 +39,7 @@ def cmd_blame(args) -> int:
                                     args.split_top, args.chunks, bugs=bugs,
                                     tracker_options=topts, applier_options=aopts)
     from .report.stall import stall_data, stall_svg
-    out["stall"] = stall_data(res, sync=profile.sync)
+    out["stall"] = stall_data(res, sync=profile.group_sync)
     svg = stall_svg(out["stall"]) if args.svg else None
     if args.json:
         text = json.dumps(out, indent=1) + "\n"

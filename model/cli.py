@@ -372,10 +372,11 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                         "innodb_flush_log_at_trx_commit=1) or relaxed (0 / 2): the machine "
                         "profile's sync costs apply or not (default: the profile's, durable)")
     g.add_argument("--log-replica-updates", type=_on_off, metavar="on|off",
-                   help="mariadb appliers: the replica writes what it applies to its own binlog "
-                        "(log_slave_updates): on, commits go through the binlog's group commit "
-                        "and sync; off, one at a time in order, the redo flush only (default: as "
-                        "the profile's replica was measured; replica16: off)")
+                   help="the replica writes what it applies to its own binlog "
+                        "(log_slave_updates / log_replica_updates): on, commits go through the "
+                        "binlog's group commit and sync; off, no binlog sync, and MariaDB commits "
+                        "one at a time in order, the redo flush only (default: as the profile's "
+                        "replica was measured; replica16: off)")
     g.add_argument("--preserve-commit-order", type=_on_off, metavar="on|off",
                    help="mysql applier: replica_preserve_commit_order (default on)")
     g.add_argument("--checkpoint-group", type=_positive_int, metavar="N",

@@ -89,7 +89,7 @@ def heuristic_bounds(txns: Iterable, profile: Profile, workers: int) -> dict:
     ordered_key: dict[str, float] = {}
     free_key: dict[str, float] = {}
     biggest = 0.0
-    exec_cost, commit_cost, sync = profile.exec_cost, profile.commit_cost, profile.sync
+    exec_cost, commit_cost, sync = profile.exec_cost, profile.commit_cost, profile.group_sync
     for i, txn in enumerate(txns, 1):
         cost = exec_cost(txn) + commit_cost(txn) + sync
         work += cost

@@ -100,8 +100,8 @@ class Profile:
     # Whether the replica writes what it applies to its own binlog (MariaDB `log_slave_updates`,
     # MySQL `log_replica_updates`): with it, commits go through the binlog's group commit and its
     # sync (`sync`); without it (MariaDB's default), one-phase commits handed on in order and the
-    # redo flush only (simcore.CommitChain). A setting of the replica, like durability; MariaDB
-    # only (MySQL is modelled with it on, its default).
+    # redo flush only (simcore.CommitChain). A setting of the replica, like durability. MySQL's
+    # applier keeps its commit-order groups either way (by analogy) and loses only the sync.
     log_replica_updates: bool = True
     # The machine the profile describes, and the calibration residuals of its predicted
     # speedups: measured / predicted at the given quantiles (the report's band).

@@ -293,7 +293,7 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
         run_scheduler(name, trace.txns(), w, profile,
                       lambda r: sel.append(r) if lo <= r.seq <= hi else None, **opts)
         sel.sort(key=lambda r: r.seq)
-        windows.append(Window(name, w, sel, profile.sync, role))
+        windows.append(Window(name, w, sel, profile.group_sync, role))
     data["windows"] = [window_json(w) for w in windows]
 
     if picks:

@@ -23,7 +23,7 @@ def blame_section(trace, profile, scheduler: str, workers: int, *, tracker_optio
                       tracker_options=tracker_options, applier_options=applier_options)
     out = summary(res, top=top)
     out["headline_text"] = headline_text(out)
-    out["stall"] = stall_data(res, sync=profile.sync)
+    out["stall"] = stall_data(res, sync=profile.group_sync)
     if whatif:
         order = [s for s, _ in res.top(len(res.by_culprit))]
         out["split"] = split_whatif(txns, scheduler, workers, profile, order, SPLIT_KS,

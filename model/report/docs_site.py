@@ -83,12 +83,12 @@ def scheduler_figures(trace_path: str, schedulers: list[str], workers: int = 4) 
             continue
         first_runs = first_runs or runs
         makespan = max(r.commit for r in runs)
-        parts.append(f"<figure>{gantt_svg(runs, workers, sync=profile.sync, title=f'{name}, {workers} workers (makespan {makespan:g})')}"
+        parts.append(f"<figure>{gantt_svg(runs, workers, sync=profile.group_sync, title=f'{name}, {workers} workers (makespan {makespan:g})')}"
                      f"<figcaption><code>commitsched schedule {escape(os.path.relpath(trace_path, ROOT))} "
                      f"--scheduler {escape(name)} --workers {workers}</code></figcaption></figure>")
     if first_runs:
         try:
-            svg = render_svg(dot_source(first_runs, sync=profile.sync,
+            svg = render_svg(dot_source(first_runs, sync=profile.group_sync,
                                         title=f"{os.path.basename(trace_path)}: conflicts "
                                               f"(solid) and {schedulers[0]}'s declared parents "
                                               f"(dotted)"))
