@@ -86,7 +86,7 @@ def make_case(scheduler: str, txns: Sequence, workers: int, *, label: str = "",
         deps = [dep for _, dep in tracker.annotate(iter(txns))]
     except TrackerError as e:
         raise StateGraphError(str(e)) from None
-    keys = sorted({k for t in txns for k in t.writes})
+    keys = sorted({k for t in txns for k in (*t.writes, *t.replica_locks)})
     key_id = {k: i + 1 for i, k in enumerate(keys)}
     ws = tuple(frozenset(key_id[k] for k in t.writes) for t in txns)
     record: dict[str, Any] = {"n": len(txns), "workers": workers,
@@ -96,9 +96,12 @@ def make_case(scheduler: str, txns: Sequence, workers: int, *, label: str = "",
         model = steps_mysql.Model(len(txns), workers, len(keys), tuple(d[0] for d in deps),
                                   tuple(d[1] for d in deps), tuple(d[2] for d in deps), ws,
                                   checkpoint_group, preserve_commit_order,
-                                  frozenset(bugs) & set(steps_mysql.BUGS))
+                                  frozenset(bugs) & set(steps_mysql.BUGS),
+                                  tuple(frozenset(key_id[k] for k in t.replica_locks)
+                                        for t in txns))
         record.update(cg=checkpoint_group, pco=preserve_commit_order, lc=list(model.lc),
-                      sn=list(model.sn), file=list(model.file), ws=ws_tla)
+                      sn=list(model.sn), file=list(model.file), ws=ws_tla,
+                      xl=[{"$set": sorted(x)} for x in model.xl])
     else:
         flags = tuple(frozenset(d[1]) for d in deps)
         for t, f in zip(txns, flags):
@@ -124,7 +127,8 @@ _INSTANCE = {
     "MySQLApplier": ("tstate, worker, db, rd",
                      "N <- M[j].n, Workers <- M[j].workers, Keys <- M[j].keys, "
                      "CheckpointGroup <- M[j].cg, PreserveCommitOrder <- M[j].pco, "
-                     "lc <- M[j].lc, sn <- M[j].sn, file <- M[j].file, ws <- M[j].ws"),
+                     "lc <- M[j].lc, sn <- M[j].sn, file <- M[j].file, ws <- M[j].ws, "
+                     "xl <- M[j].xl"),
     "MariaDBApplier": ("tstate, gco, specwait, drv, marked, retry, lk, rd, db, early",
                        "N <- M[j].n, Workers <- M[j].workers, Keys <- M[j].keys, "
                        "Mode <- M[j].mode, txn <- M[j].txn, cid <- M[j].cid, "
@@ -132,7 +136,7 @@ _INSTANCE = {
 }
 SPEC_BUG_FLAGS = {
     "MySQLApplier": ("lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
-                     "commit_order_unenforced"),
+                     "commit_order_unenforced", "victim_wakeup_lost"),
     "MariaDBApplier": ("gco_start_on_exec", "optimistic_no_kill"),
 }
 _ACTION_ARGS = {"Dispatch": 2, "Start": 1, "ExecEnd": 1, "Commit": 1, "Kill": 1, "Retry": 1}
