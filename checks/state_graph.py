@@ -139,7 +139,8 @@ SPEC_BUG_FLAGS = {
                      "commit_order_unenforced", "victim_wakeup_lost"),
     "MariaDBApplier": ("gco_start_on_exec", "optimistic_no_kill"),
 }
-_ACTION_ARGS = {"Dispatch": 2, "Start": 1, "ExecEnd": 1, "Commit": 1, "Kill": 1, "Retry": 1}
+_ACTION_ARGS = {"Dispatch": 2, "Start": 1, "ExecEnd": 1, "Commit": 1, "Kill": 1, "Retry": 1,
+                "DeadlockVictim": 1}
 
 
 def module_text(name: str, cases: Sequence[Case], spec_bugs: frozenset[str] = frozenset()) -> str:
@@ -160,7 +161,7 @@ def module_text(name: str, cases: Sequence[Case], spec_bugs: frozenset[str] = fr
             actions.append((f"Dispatch_{t}_{w}", f"{t} <= M[j].n /\\ {w} <= M[j].workers",
                             f"Dispatch({t}, {w})"))
         for a in ("Start", "ExecEnd", "Commit") + (("Kill", "Retry") if spec == "MariaDBApplier"
-                                                   else ()):
+                                                   else ("DeadlockVictim",)):
             actions.append((f"{a}_{t}", f"{t} <= M[j].n", f"{a}({t})"))
     body = "\n".join(f"{n} == \\E j \\in {{k}} : {guard} /\\ A(j)!{call} /\\ UNCHANGED k"
                      for n, guard, call in actions)

@@ -91,6 +91,7 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     active: dict[int, TxnRun] = {}       # seq -> started, not committed: holds its writes' locks
     xlocks: dict[str, TxnRun] = {}       # replica_locks key -> the ready transaction holding it
     lock_waiters: dict[int, list] = {}   # holder seq -> [(run, attempt)] waiting for its commit
+    waiting_for: dict[int, list] = {}    # seq -> the holders its parked lock request waits for
 
     def launch(run: TxnRun, now: float) -> None:
         """`simcore.start_work`, its event tagged with the attempt (a victim's is stale)."""
@@ -113,19 +114,32 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
         return sorted(found, key=lambda r: r.seq)
 
     def acquire(run: TxnRun, found: list[TxnRun], now: float) -> bool:
-        """Kill the later holders and go on, or park behind the first earlier holder."""
-        kills = []
-        for h in found:
-            if replica_lock_conflict(h.seq, run.seq, ordered, h.phase == HOLDS_ALL,
-                                     wakeup_lost=wakeup_lost) == "wait":
+        """Kill the later holders and go on, or park until the holders to wait for commit.
+        A wait that closes a cycle of lock waits is a deadlock InnoDB sees (only possible
+        without commit order: with it every lock wait is for an earlier transaction): the
+        latest transaction of the cycle is rolled back and retries (a temporary error)."""
+        waits = [h for h in found
+                 if replica_lock_conflict(h.seq, run.seq, ordered, h.phase == HOLDS_ALL,
+                                          wakeup_lost=wakeup_lost) == "wait"]
+        if waits:
+            for h in waits:
                 lock_waiters.setdefault(h.seq, []).append((run, run.attempt))
-                run.wait_cause, run.wait_since = "lock_wait", now
-                return False
-            kills.append(h)
+            waiting_for[run.seq] = waits
+            run.wait_cause, run.wait_since = "lock_wait", now
+            cycle = _cycle(run, waiting_for)
+            if cycle:
+                victim = max(cycle, key=lambda r: r.seq)
+                kill(victim, now, run)
+                if log is not None:
+                    for k in pending_kills:
+                        log("kill", *k)
+                    pending_kills.clear()
+            return False
+        waiting_for.pop(run.seq, None)
         if run.wait_cause is not None:
             blocked[run.wait_cause] += now - run.wait_since
             run.wait_cause = None
-        for h in kills:
+        for h in found:
             kill(h, now, run)
         return True
 
@@ -182,7 +196,10 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
         stage.withdraw(victim)
         victim.phase = NOT_STARTED
         victim.start = victim.exec_end = victim.ready = None
-        victim.wait_cause = None
+        if victim.wait_cause is not None:        # rolled back while parked on a lock
+            blocked[victim.wait_cause] += now - victim.wait_since
+            victim.wait_cause = None
+        waiting_for.pop(victim.seq, None)
         release(victim, now)
         push(heap, (now + retry_cost, next(counter), RESUME, (victim, victim.attempt)))
 
@@ -222,6 +239,12 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
             advance()
             continue
         if not heap:
+            if waiting_for:
+                raise Deadlock("lock waits never granted: " + "; ".join(
+                    f"seq {w} waits for a row lock held by seq "
+                    f"{', '.join(str(h.seq) for h in hs)}" for w, hs in sorted(waiting_for.items()))
+                    + " (a later holder waiting for its commit turn was not woken)"
+                    * wakeup_lost)
             if nxt is not None:
                 raise Deadlock(f"coordinator blocked ({cause}) before seq {nxt.seq} with nothing "
                                f"in flight")
@@ -234,7 +257,9 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
                 try_ready(run, t)
         elif kind == RESUME:
             run, attempt = payload
-            if attempt == run.attempt:
+            # a lock wake-up for a request still parked, or a victim's retry
+            if attempt == run.attempt and (waiting_for.pop(run.seq, None) is not None
+                                           or run.start is None and run.wait_cause is None):
                 if run.phase == NOT_STARTED:
                     try_start(run, t)
                 else:
@@ -269,6 +294,26 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     if committed != dispatched:
         raise Deadlock(f"{dispatched - committed} dispatched transactions never committed")
     return blocked
+
+
+def _cycle(run: TxnRun, waiting_for: dict[int, list]) -> list[TxnRun] | None:
+    """A cycle of lock waits through `run` (depth-first over the parked requests), or None."""
+    path, seen = [run], {run.seq}
+    stack = [iter(waiting_for.get(run.seq, ()))]
+    while stack:
+        u = next(stack[-1], None)
+        if u is None:
+            stack.pop()
+            path.pop()
+            continue
+        if u is run:
+            return list(path)
+        if u.seq in seen or u.seq not in waiting_for:
+            continue
+        seen.add(u.seq)
+        path.append(u)
+        stack.append(iter(waiting_for[u.seq]))
+    return None
 
 
 def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,

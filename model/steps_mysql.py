@@ -35,7 +35,7 @@ from .rules import LowWaterMark, coordinator_wait, lowest_idle_worker, replica_l
 from .simcore import CommitStage
 from .trackers import ClockOrder
 
-ACTIONS = ("Dispatch", "Start", "ExecEnd", "Commit")
+ACTIONS = ("Dispatch", "Start", "ExecEnd", "Commit", "DeadlockVictim")
 BUGS = ("lwm_off_by_one", "lwm_not_prefix", "rotation_ignored", "commit_order_unenforced",
         "victim_wakeup_lost")
 
@@ -128,6 +128,38 @@ def _lock_step(m: Model, s: State, t: int) -> frozenset[int] | None:
     return frozenset(victims)
 
 
+def _waits(m: Model, s: State) -> dict[int, set[int]]:
+    """t -> the transactions its next step waits for (a lock, not a victim)."""
+    out = {}
+    for t, st in enumerate(s.tstate):
+        if st in ("dispatched", "executing"):
+            held_x = [m.xl[u] if x == "ready" else frozenset() for u, x in enumerate(s.tstate)]
+            need = m.ws[t] if st == "dispatched" else m.xl[t]
+            out[t] = {u for u, x in enumerate(s.tstate) if u != t and need & (
+                held_x[u] if st == "dispatched"
+                else held_x[u] | (m.ws[u] if x in ("executing", "ready") else frozenset()))
+                and replica_lock_conflict(u, t, m.ordered, x == "ready",
+                                          wakeup_lost="victim_wakeup_lost" in m.bugs) == "wait"}
+    return out
+
+
+def _latest_in_cycle(m: Model, s: State) -> set[int]:
+    """InnoDB's deadlock victims: v active and the latest member of a cycle of lock waits."""
+    waits = _waits(m, s)
+    out = set()
+    for v, st in enumerate(s.tstate):
+        if st not in ("executing", "ready"):
+            continue
+        reach = {x for x in waits.get(v, ()) if x <= v}
+        frontier = set(reach)
+        while frontier:
+            frontier = {x for u in frontier for x in waits.get(u, ()) if x <= v} - reach
+            reach |= frontier
+        if v in reach:
+            out.add(v)
+    return out
+
+
 def _commit_group(m: Model, s: State) -> list[int]:
     """The transactions (0-based) CommitStage would make durable now."""
     ordered = m.ordered
@@ -160,6 +192,8 @@ def enabled(m: Model, s: State, barriers: tuple[bool, ...] | None = None) -> set
             out.add(("Start" if st == "dispatched" else "ExecEnd", (t + 1,)))
     for t in _commit_group(m, s):
         out.add(("Commit", (t + 1,)))
+    for v in _latest_in_cycle(m, s):
+        out.add(("DeadlockVictim", (v + 1,)))
     return out
 
 
@@ -177,6 +211,8 @@ def apply(m: Model, s: State, action: tuple) -> State:
                                         for u, st in enumerate(s.tstate)),
                            rd=tuple(((),) * m.keys if u in victims else r
                                     for u, r in enumerate(s.rd)))
+    if name == "DeadlockVictim":
+        return s._replace(tstate=_set(s.tstate, t, "dispatched"), rd=_set(s.rd, t, ((),) * m.keys))
     if name == "Dispatch":
         return s._replace(tstate=_set(s.tstate, t, "dispatched"), worker=_set(s.worker, t, args[1]))
     if name == "Start":

@@ -66,6 +66,9 @@
 (*       t's lock grant are one step, as InnoDB grants the released lock   *)
 (*       to the waiter.  Without enforced order u commits on its own: t    *)
 (*       waits.  replica_transaction_retries (§1.9) is not modelled.      *)
+(*   DeadlockVictim(v)  InnoDB's deadlock detector: v is the latest member *)
+(*       of a cycle of lock waits (only possible without enforced commit   *)
+(*       order); it rolls back to "dispatched" and retries.                *)
 (*   Commit(t)   §1.7  t commits and writes its keys; with preserve commit *)
 (*       order only once every earlier transaction committed.              *)
 (*                                                                         *)
@@ -189,6 +192,14 @@ Victim(u, t) == /\ t < u /\ EnforceOrder
                 /\ ~(victim_wakeup_lost /\ tstate[u] = "ready")
 CanLock(t) == \A u \in Txns : Blocks(u, t) => Victim(u, t)
 Victims(t) == {u \in Txns : Blocks(u, t)}
+\* InnoDB's own deadlock detection: t's next step waits for u; a cycle of such waits
+\* (possible only without enforced commit order, where a later holder is waited for)
+\* rolls back its latest member, which retries (a temporary error, §1.9).
+Waits(t, u) == tstate[t] \in {"dispatched", "executing"} /\ Blocks(u, t) /\ ~Victim(u, t)
+RECURSIVE Reach(_, _, _)
+Reach(S, v, n) == IF n = 0 THEN S
+                  ELSE Reach(S \cup {x \in 1..v : \E u \in S : Waits(u, x)}, v, n - 1)
+LatestInCycle(v) == v \in Reach({x \in 1..v : Waits(v, x)}, v, N)
 \* t takes state s; its victims roll back to "dispatched" (they keep their worker).
 MoveTo(t, s, V) == tstate' = [u \in Txns |-> IF u = t THEN s
                                           ELSE IF u \in V THEN "dispatched" ELSE tstate[u]]
@@ -233,8 +244,14 @@ Commit(t) ==
   /\ worker' = [worker EXCEPT ![t] = 0]
   /\ rd' = [rd EXCEPT ![t] = NoRead]
 
+DeadlockVictim(v) ==
+  /\ Active(v) /\ LatestInCycle(v)
+  /\ tstate' = [tstate EXCEPT ![v] = "dispatched"]
+  /\ rd' = [rd EXCEPT ![v] = NoRead]
+  /\ UNCHANGED <<worker, db>>
+
 ANext == \/ \E t \in Txns, w \in WorkerIds : Dispatch(t, w)
-         \/ \E t \in Txns : Start(t) \/ ExecEnd(t) \/ Commit(t)
+         \/ \E t \in Txns : Start(t) \/ ExecEnd(t) \/ Commit(t) \/ DeadlockVictim(t)
 
 AllCommitted == \A t \in Txns : Committed(t)
 

@@ -57,6 +57,8 @@ Step(j, e) ==
   \/ e.a = "commit"   /\ A(j)!Commit(e.t)
   \* the simulator logs a commit-order victim after its killer's step, which rolled it back
   \/ e.a = "kill"     /\ tstate[e.t] = "dispatched" /\ UNCHANGED avars
+  \* an InnoDB deadlock victim (a cycle of lock waits) is a step of its own
+  \/ e.a = "kill"     /\ A(j)!DeadlockVictim(e.t)
   \/ e.a = "end"      /\ A(j)!AllCommitted /\ UNCHANGED avars
   \/ e.a = "stuck"    /\ ~A(j)!AllCommitted /\ ~ENABLED A(j)!ANext
                       /\ UNCHANGED avars
