@@ -69,6 +69,9 @@ SEARCHES: dict[str, Search] = {
     "optimistic_no_kill": Search("commit_id+mariadb_optimistic"),
     "admin_barrier_missing": Search("writeset+mysql", admin=True),
     "victim_wakeup_lost": Search("commit_order+mysql", PLAIN_DML, replica_locks=True),
+    # the ticket wraps after 2^31 transactions in the server: every second one here
+    "ticket_overflow": Search("commit_order+mysql", PLAIN_DML,
+                              applier_options={"ticket_wrap": 2}),
 }
 
 

@@ -59,7 +59,8 @@ class Case:
 
 def make_case(scheduler: str, txns: Sequence, workers: int, *, label: str = "",
               bugs: frozenset[str] = frozenset(), tracker_options: dict | None = None,
-              checkpoint_group: int = 512, preserve_commit_order: bool = True) -> Case:
+              checkpoint_group: int = 512, preserve_commit_order: bool = True,
+              ticket_wrap: int = 0) -> Case:
     """The model of `txns` under `scheduler` (its tracker annotates them) with `workers`.
     `bugs`: applier bug flags of the Python side (the spec's are given to `compare`)."""
     from commitsched import steps_mariadb, steps_mysql
@@ -98,10 +99,10 @@ def make_case(scheduler: str, txns: Sequence, workers: int, *, label: str = "",
                                   checkpoint_group, preserve_commit_order,
                                   frozenset(bugs) & set(steps_mysql.BUGS),
                                   tuple(frozenset(key_id[k] for k in t.replica_locks)
-                                        for t in txns))
+                                        for t in txns), ticket_wrap)
         record.update(cg=checkpoint_group, pco=preserve_commit_order, lc=list(model.lc),
                       sn=list(model.sn), file=list(model.file), ws=ws_tla,
-                      xl=[{"$set": sorted(x)} for x in model.xl])
+                      xl=[{"$set": sorted(x)} for x in model.xl], tw=ticket_wrap)
     else:
         flags = tuple(frozenset(d[1]) for d in deps)
         for t, f in zip(txns, flags):
@@ -128,7 +129,7 @@ _INSTANCE = {
                      "N <- M[j].n, Workers <- M[j].workers, Keys <- M[j].keys, "
                      "CheckpointGroup <- M[j].cg, PreserveCommitOrder <- M[j].pco, "
                      "lc <- M[j].lc, sn <- M[j].sn, file <- M[j].file, ws <- M[j].ws, "
-                     "xl <- M[j].xl"),
+                     "xl <- M[j].xl, TicketWrap <- M[j].tw"),
     "MariaDBApplier": ("tstate, gco, specwait, drv, marked, retry, lk, rd, db, early",
                        "N <- M[j].n, Workers <- M[j].workers, Keys <- M[j].keys, "
                        "Mode <- M[j].mode, txn <- M[j].txn, cid <- M[j].cid, "
@@ -136,7 +137,7 @@ _INSTANCE = {
 }
 SPEC_BUG_FLAGS = {
     "MySQLApplier": ("lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
-                     "commit_order_unenforced", "victim_wakeup_lost"),
+                     "commit_order_unenforced", "victim_wakeup_lost", "ticket_overflow"),
     "MariaDBApplier": ("gco_start_on_exec", "optimistic_no_kill"),
 }
 _ACTION_ARGS = {"Dispatch": 2, "Start": 1, "ExecEnd": 1, "Commit": 1, "Kill": 1, "Retry": 1,

@@ -39,7 +39,7 @@ SPEC_OF_APPLIER = {"mysql": "MySQLApplier", "mariadb_conservative": "MariaDBAppl
                    "mariadb_optimistic": "MariaDBApplier"}
 SPEC_BUG_FLAGS = {
     "MySQLApplier": ("lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
-                     "commit_order_unenforced", "victim_wakeup_lost"),
+                     "commit_order_unenforced", "victim_wakeup_lost", "ticket_overflow"),
     "MariaDBApplier": ("gco_start_on_exec", "optimistic_no_kill"),
 }
 DEFAULT_TIMEOUT = 170.0
@@ -185,6 +185,8 @@ def record_schedule(scheduler: str, txns: Sequence, workers: int, profile, *,
         record["file"] = [d[2] for d in deps]
         record["ws"] = ws
         record["xl"] = xl
+        # TicketWrap: 0 (never) unless the run chose one (it only matters with ticket_overflow)
+        record["tw"] = opts.get("ticket_wrap", 0)
     else:
         record["mode"] = sched.applier.removeprefix("mariadb_")
         record["txn"] = [{"ddl": "ddl" in d[1], "ws": w} for d, w in zip(deps, ws)]

@@ -46,17 +46,23 @@ def _member_cost(profile: Profile):
 
 
 MYSQL_BUGS = frozenset({"lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
-                        "commit_order_unenforced", "victim_wakeup_lost"})
+                        "commit_order_unenforced", "victim_wakeup_lost", "ticket_overflow"})
+TICKET_WRAP = 1 << 31          # the commit-order sequence number is 32 bits (Bug #103636)
 
 
 def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profile,
                            sink: Callable[[TxnRun], None], *, preserve_commit_order: bool = True,
                            checkpoint_group: int = 512,
                            bugs: frozenset[str] = frozenset(),
+                           ticket_wrap: int = TICKET_WRAP,
                            log: EventLog | None = None) -> dict[str, float]:
     """Simulate `stream` of `(txn, (last_committed, sequence_number, file))`; call `sink` with
     each committed run; return the time blocked by cause. `log` (optional) hears every
-    schedule event (simcore.EventLog)."""
+    schedule event (simcore.EventLog). `ticket_wrap`: where the commit-order ticket wraps,
+    which matters only with bug ticket_overflow (the transaction whose seq is a multiple of
+    it, if it waits for its turn, is never granted it)."""
+    if ticket_wrap < 1:
+        raise SimulationError("ticket_wrap must be at least 1")
     if workers < 1:
         raise SimulationError("workers must be at least 1")
     off_by_one = "lwm_off_by_one" in bugs
@@ -64,6 +70,8 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     rotation_ignored = "rotation_ignored" in bugs
     ordered = preserve_commit_order and "commit_order_unenforced" not in bugs
     wakeup_lost = "victim_wakeup_lost" in bugs
+    ticket_overflow = ordered and "ticket_overflow" in bugs
+    asleep: set[int] = set()             # ticket_overflow: seqs whose turn is never granted
 
     heap: list = []
     counter = itertools.count()
@@ -170,6 +178,10 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
             for h in pending_kills:
                 log("kill", *h)
             pending_kills.clear()
+        if ticket_overflow and run.seq % ticket_wrap == 0 and stage.next_seq != run.seq:
+            # Bug #103636: it waits for its turn, and the grant (finish_one) is lost
+            asleep.add(run.seq)
+            return
         stage.add(run, now)
 
     pending_kills: list = []             # logged after the killer's own event (one spec step)
@@ -194,6 +206,7 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
         if cpus is not None and victim.phase == EXECUTING:
             cpus.release(victim, now)
         stage.withdraw(victim)
+        asleep.discard(victim.seq)               # a victim's wait is ended (VICTIM status)
         victim.phase = NOT_STARTED
         victim.start = victim.exec_end = victim.ready = None
         if victim.wait_cause is not None:        # rolled back while parked on a lock
@@ -239,6 +252,9 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
             advance()
             continue
         if not heap:
+            if asleep:
+                raise Deadlock(f"seq {', '.join(map(str, sorted(asleep)))} waits for its commit "
+                               f"turn, never granted (its commit-order ticket wrapped)")
             if waiting_for:
                 raise Deadlock("lock waits never granted: " + "; ".join(
                     f"seq {w} waits for a row lock held by seq "

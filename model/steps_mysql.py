@@ -37,7 +37,9 @@ from .trackers import ClockOrder
 
 ACTIONS = ("Dispatch", "Start", "ExecEnd", "Commit", "DeadlockVictim")
 BUGS = ("lwm_off_by_one", "lwm_not_prefix", "rotation_ignored", "commit_order_unenforced",
-        "victim_wakeup_lost")
+        "victim_wakeup_lost", "ticket_overflow")
+WAITING = ("ready", "asleep")        # asleep: its commit turn never granted (ticket_overflow)
+ACTIVE = ("executing",) + WAITING
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Model:
     preserve_commit_order: bool = True
     bugs: frozenset[str] = frozenset()
     xl: tuple[frozenset[int], ...] = ()     # replica_locks per transaction (() : none)
+    ticket_wrap: int = 0                    # TicketWrap (0: tickets never wrap)
 
     def __post_init__(self):
         if not self.xl:
@@ -111,17 +114,17 @@ def _lwm(m: Model, s: State, barriers: tuple[bool, ...]) -> int:
 def _lock_step(m: Model, s: State, t: int) -> frozenset[int] | None:
     """The victims (0-based) of t's next step (Start takes its writes against replica locks,
     ExecEnd its replica locks against every lock), or None while it must wait."""
-    held_x = [m.xl[u] if st == "ready" else frozenset() for u, st in enumerate(s.tstate)]
+    held_x = [m.xl[u] if st in WAITING else frozenset() for u, st in enumerate(s.tstate)]
     if s.tstate[t] == "dispatched":
         need, against = m.ws[t], held_x
     else:
         need = m.xl[t]
-        against = [x | m.ws[u] if st in ("executing", "ready") else x
+        against = [x | m.ws[u] if st in ACTIVE else x
                    for u, (st, x) in enumerate(zip(s.tstate, held_x))]
     victims = set()
     for u, held in enumerate(against):
         if u != t and need & held:
-            if replica_lock_conflict(u, t, m.ordered, s.tstate[u] == "ready",
+            if replica_lock_conflict(u, t, m.ordered, s.tstate[u] in WAITING,
                                      wakeup_lost="victim_wakeup_lost" in m.bugs) == "wait":
                 return None
             victims.add(u)
@@ -133,12 +136,12 @@ def _waits(m: Model, s: State) -> dict[int, set[int]]:
     out = {}
     for t, st in enumerate(s.tstate):
         if st in ("dispatched", "executing"):
-            held_x = [m.xl[u] if x == "ready" else frozenset() for u, x in enumerate(s.tstate)]
+            held_x = [m.xl[u] if x in WAITING else frozenset() for u, x in enumerate(s.tstate)]
             need = m.ws[t] if st == "dispatched" else m.xl[t]
             out[t] = {u for u, x in enumerate(s.tstate) if u != t and need & (
                 held_x[u] if st == "dispatched"
-                else held_x[u] | (m.ws[u] if x in ("executing", "ready") else frozenset()))
-                and replica_lock_conflict(u, t, m.ordered, x == "ready",
+                else held_x[u] | (m.ws[u] if x in ACTIVE else frozenset()))
+                and replica_lock_conflict(u, t, m.ordered, x in WAITING,
                                           wakeup_lost="victim_wakeup_lost" in m.bugs) == "wait"}
     return out
 
@@ -148,7 +151,7 @@ def _latest_in_cycle(m: Model, s: State) -> set[int]:
     waits = _waits(m, s)
     out = set()
     for v, st in enumerate(s.tstate):
-        if st not in ("executing", "ready"):
+        if st not in ACTIVE:
             continue
         reach = {x for x in waits.get(v, ()) if x <= v}
         frontier = set(reach)
@@ -223,8 +226,12 @@ def apply(m: Model, s: State, action: tuple) -> State:
     if name == "Commit":
         db = tuple(s.rd[t][k] + (t + 1,) if k + 1 in m.ws[t] else s.db[k]
                    for k in range(m.keys))
-        return State(_set(s.tstate, t, "committed"), _set(s.worker, t, 0), db,
-                     _set(s.rd, t, ((),) * m.keys))
+        tstate = _set(s.tstate, t, "committed")
+        nxt = t + 1          # 0-based: transaction t + 2, whose turn finish_one grants
+        if ("ticket_overflow" in m.bugs and m.ordered and m.ticket_wrap and nxt < m.n
+                and s.tstate[nxt] == "ready" and (nxt + 1) % m.ticket_wrap == 0):
+            tstate = _set(tstate, nxt, "asleep")
+        return State(tstate, _set(s.worker, t, 0), db, _set(s.rd, t, ((),) * m.keys))
     raise ValueError(f"unknown action {name}")
 
 

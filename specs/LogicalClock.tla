@@ -106,7 +106,8 @@ vars == <<srcVars, appVars>>
 \* The replica takes the source's locks (xl empty): no commit-order deadlock here;
 \* MCMySQLRetry.tla checks those.
 A == INSTANCE MySQLApplier WITH lc <- blc, sn <- bsn, file <- bfile, ws <- bws,
-                                xl <- [t \in 1..N |-> {}], victim_wakeup_lost <- FALSE
+                                xl <- [t \in 1..N |-> {}], victim_wakeup_lost <- FALSE,
+                                TicketWrap <- 0, ticket_overflow <- FALSE
 
 Max2(a, b) == IF a >= b THEN a ELSE b
 Positions == 1..N

@@ -15,13 +15,13 @@
 (* commits everything (NoDeadlock, EventuallyAllCommitted) in order with  *)
 (* the serial result.  NoRollback (an action property) is violated by a   *)
 (* reachable rollback: the deadlock and its retry really happen.           *)
-(* BUG FLAG victim_wakeup_lost: NoDeadlock fails.                          *)
+(* BUG FLAGS victim_wakeup_lost, ticket_overflow: NoDeadlock fails.       *)
 (***************************************************************************)
 EXTENDS Naturals, FiniteSets
 
 CONSTANTS N, Workers, Keys, CheckpointGroup, PreserveCommitOrder,
           lwm_off_by_one, lwm_not_prefix, rotation_ignored,
-          commit_order_unenforced, victim_wakeup_lost
+          commit_order_unenforced, victim_wakeup_lost, TicketWrap, ticket_overflow
 
 VARIABLES lc, sn, file, ws, xl, tstate, worker, db, rd
 

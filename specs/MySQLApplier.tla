@@ -16,7 +16,9 @@
 (*             CheckpointGroup   replica_checkpoint_group (GAQ window)     *)
 (*             PreserveCommitOrder   replica_preserve_commit_order         *)
 (*             lwm_off_by_one, lwm_not_prefix, rotation_ignored,           *)
-(*             commit_order_unenforced, victim_wakeup_lost               *)
+(*             TicketWrap    commit-order tickets wrap here (0: never)   *)
+(*             commit_order_unenforced, victim_wakeup_lost,              *)
+(*             ticket_overflow                                           *)
 (*                                       bug flags (FALSE = real server)   *)
 (*   VARIABLES lc, sn, file, ws, xl  the annotation, read-only here:       *)
 (*             functions 1..N -> Nat (last_committed, sequence_number,     *)
@@ -122,12 +124,17 @@
 (* PreserveCommitOrder.  victim_wakeup_lost (MDEV-7326/7847's lost wake-ups *)
 (* on MySQL's side, Bug #87796): a victim already waiting for its turn to  *)
 (* commit (ready) is not woken, so it is waited for: NoDeadlock fails.     *)
+(* ticket_overflow (MySQL Bug #103636, fixed 8.0.28): the commit-order     *)
+(* sequence number is 32 bits; when it wraps (every TicketWrap-th          *)
+(* transaction here, 2^31 in the server), Commit_order_manager::finish_one *)
+(* fails to grant the turn to the next transaction if it is already        *)
+(* waiting (ready): it sleeps ("asleep") forever; NoDeadlock fails.        *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
 CONSTANTS N, Workers, Keys, CheckpointGroup, PreserveCommitOrder,
           lwm_off_by_one, lwm_not_prefix, rotation_ignored,
-          commit_order_unenforced, victim_wakeup_lost
+          commit_order_unenforced, victim_wakeup_lost, TicketWrap, ticket_overflow
 
 VARIABLES lc, sn, file, ws, xl      \* annotation (input, read-only)
 VARIABLES tstate, worker, db, rd    \* applier state
@@ -136,8 +143,10 @@ avars == <<tstate, worker, db, rd>>
 
 Txns == 1..N
 WorkerIds == 1..Workers
-States == {"queued", "dispatched", "executing", "ready", "committed"}
-Active(t) == tstate[t] \in {"executing", "ready"}      \* holds its row locks
+States == {"queued", "dispatched", "executing", "ready", "asleep", "committed"}
+\* ready, or (bug ticket_overflow) waiting for a turn that was never granted
+Waiting(t) == tstate[t] \in {"ready", "asleep"}
+Active(t) == tstate[t] = "executing" \/ Waiting(t)      \* holds its row locks
 Committed(t) == tstate[t] = "committed"
 NoRead == [k \in Keys |-> <<>>]
 
@@ -183,13 +192,13 @@ AInit == /\ tstate = [t \in Txns |-> "queued"]
 
 \* Row locks (§1.8): those of u that t's next step needs.
 WLocks(u) == IF Active(u) THEN ws[u] ELSE {}
-XLocks(u) == IF tstate[u] = "ready" THEN xl[u] ELSE {}
+XLocks(u) == IF Waiting(u) THEN xl[u] ELSE {}
 Blocks(u, t) == /\ u # t
                 /\ IF tstate[t] = "dispatched" THEN ws[t] \cap XLocks(u) # {}
                    ELSE xl[t] \cap (WLocks(u) \cup XLocks(u)) # {}
 \* rules.replica_lock_conflict: a later holder is the victim (commit order enforced).
 Victim(u, t) == /\ t < u /\ EnforceOrder
-                /\ ~(victim_wakeup_lost /\ tstate[u] = "ready")
+                /\ ~(victim_wakeup_lost /\ Waiting(u))
 CanLock(t) == \A u \in Txns : Blocks(u, t) => Victim(u, t)
 Victims(t) == {u \in Txns : Blocks(u, t)}
 \* InnoDB's own deadlock detection: t's next step waits for u; a cycle of such waits
@@ -238,7 +247,13 @@ ExecEnd(t) ==
 Commit(t) ==
   /\ tstate[t] = "ready"
   /\ EnforceOrder => Prefix = t - 1                        \* §1.7
-  /\ tstate' = [tstate EXCEPT ![t] = "committed"]
+  \* finish_one grants the next transaction its turn; ticket_overflow loses that grant
+  \* when its ticket wrapped and it is already waiting.
+  /\ tstate' = [u \in Txns |->
+                 IF u = t THEN "committed"
+                 ELSE IF /\ u = t + 1 /\ tstate[u] = "ready" /\ ticket_overflow
+                         /\ EnforceOrder /\ TicketWrap > 0 /\ u % TicketWrap = 0
+                      THEN "asleep" ELSE tstate[u]]
   /\ db' = [k \in Keys |-> IF k \in ws[t] THEN Append(rd[t][k], t) ELSE db[k]]
   \* A committed transaction frees its worker; its read values are dead.
   /\ worker' = [worker EXCEPT ![t] = 0]
@@ -285,7 +300,7 @@ DependsOn(t, u) ==
      \/ file[u] = file[t] /\ (lc[t] = 0 \/ sn[u] <= lc[t])
 
 DependenciesRespected ==
-  \A t \in Txns : tstate[t] \in {"executing", "ready", "committed"} =>
+  \A t \in Txns : tstate[t] \in {"executing", "ready", "asleep", "committed"} =>
     \A u \in Txns : DependsOn(t, u) => Committed(u)
 
 RECURSIVE ReplaySeq(_, _)

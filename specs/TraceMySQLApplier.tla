@@ -8,7 +8,8 @@
 (* Traces is a tuple of schedules; TLC picks one (k) at Init, so one run   *)
 (* validates many.  Each is a record: n, workers, keys (a set), cg         *)
 (* (CheckpointGroup), pco (PreserveCommitOrder), the annotation lc, sn,    *)
-(* file, ws, xl (tuples indexed by transaction), and log: the simulator's  *)
+(* file, ws, xl (tuples indexed by transaction), tw (TicketWrap), and     *)
+(* log: the simulator's                                                   *)
 (* events in order, [a |-> action, t |-> transaction, w |-> worker or 0].  *)
 (* The last event may be "end" (the simulator finished: every transaction *)
 (* committed) or "stuck" (the simulator deadlocked: the spec must have no *)
@@ -30,7 +31,7 @@ EXTENDS Naturals, Sequences, TLC
 
 CONSTANTS Traces,
           lwm_off_by_one, lwm_not_prefix, rotation_ignored, commit_order_unenforced,
-          victim_wakeup_lost
+          victim_wakeup_lost, ticket_overflow
 
 VARIABLES k, i, tstate, worker, db, rd
 
@@ -41,7 +42,8 @@ A(j) == INSTANCE MySQLApplier WITH
           N <- Traces[j].n, Workers <- Traces[j].workers, Keys <- Traces[j].keys,
           CheckpointGroup <- Traces[j].cg, PreserveCommitOrder <- Traces[j].pco,
           lc <- Traces[j].lc, sn <- Traces[j].sn, file <- Traces[j].file,
-          ws <- Traces[j].ws, xl <- Traces[j].xl
+          ws <- Traces[j].ws, xl <- Traces[j].xl,
+          TicketWrap <- Traces[j].tw
 
 Log == Traces[k].log
 

@@ -75,6 +75,40 @@ def test_lost_wakeup_of_a_waiting_victim_deadlocks():
         run(deadlock_case(), bugs=frozenset({"victim_wakeup_lost"}))
 
 
+def ticket_case() -> list[Txn]:
+    """T2 is a barrier (last_committed 0): it starts once T1 committed, never waiting."""
+    return [Txn(1, ("d.t/P=1",), last_committed=0, sequence_number=1, exec=5.0),
+            Txn(2, ("d.t/P=2",), last_committed=0, sequence_number=2),
+            Txn(3, ("d.t/P=3",), last_committed=2, sequence_number=3)]
+
+
+def group_of_three() -> list[Txn]:
+    """T4 is ready while T2 still runs: it waits for its commit turn."""
+    return [Txn(1, (), last_committed=0, sequence_number=1),
+            Txn(2, ("d.t/P=1",), last_committed=1, sequence_number=2, exec=5.0),
+            Txn(3, ("d.t/P=2",), last_committed=1, sequence_number=3),
+            Txn(4, ("d.t/P=3",), last_committed=1, sequence_number=4)]
+
+
+def test_ticket_overflow_loses_the_grant_of_a_waiting_transaction():
+    """Bug #103636, the ticket wrapping at every 2nd transaction here: a wrapped transaction
+    waiting for its turn (T4 of group_of_three) is never granted it; one not yet waiting when
+    its predecessor commits (T2 of ticket_case) is unaffected; without the bug, or without
+    preserved commit order, the wrap changes nothing."""
+    opts = {"ticket_wrap": 2}
+    # lc = 0 makes T2 a barrier here: it starts after T1 committed, so it never waits
+    runs, _ = run(ticket_case(), 2, bugs=frozenset({"ticket_overflow"}), applier_options=opts)
+    assert [r.commit for r in sorted(runs.values(), key=lambda r: r.seq)] == [5.0, 6.0, 7.0]
+    two = group_of_three()
+    runs, _ = run(two, 3, applier_options=opts)
+    assert runs[4].commit == 6.0
+    with pytest.raises(Deadlock, match="seq 4 waits for its commit turn"):
+        run(two, 3, bugs=frozenset({"ticket_overflow"}), applier_options=opts)
+    runs, _ = run(two, 3, bugs=frozenset({"ticket_overflow"}),
+                  applier_options={"ticket_wrap": 2, "preserve_commit_order": False})
+    assert len(runs) == 4
+
+
 def test_replica_locks_in_the_trace_format(tmp_path):
     p = tmp_path / "t.jsonl"
     head = '{"format": "commitsched-trace", "version": 1, "source": {}}\n'
@@ -184,3 +218,18 @@ def test_retries_match_the_spec_state_by_state():
     flagged = [sg.make_case(SCHED, deadlock_case(), 3, bugs=frozenset({"victim_wakeup_lost"}))]
     assert not sg.compare(flagged).ok
     assert sg.compare(flagged, spec_bugs=frozenset({"victim_wakeup_lost"})).ok
+
+
+@needs_tlc
+@pytest.mark.java
+def test_ticket_overflow_against_the_spec():
+    bug = frozenset({"ticket_overflow"})
+    opts = {"ticket_wrap": 2}
+    flagged = tv.record_schedule(SCHED, group_of_three(), 3, IDEAL, bugs=bug,
+                                 applier_options=opts)
+    assert flagged.events[-1].action == "stuck"
+    assert not tv.validate_one(flagged).accepted
+    assert tv.validate_one(flagged, spec_bugs=bug).accepted
+    case = sg.make_case(SCHED, group_of_three(), 3, bugs=bug, ticket_wrap=2)
+    assert not sg.compare([case]).ok
+    assert sg.compare([case], spec_bugs=bug).ok

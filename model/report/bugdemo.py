@@ -17,7 +17,9 @@ from ..trace import Txn
 
 # Applier options a bug needs to show (with commits in order, lwm = highest committed IS the
 # committed prefix).
-APPLIER_OPTIONS = {"lwm_not_prefix": {"preserve_commit_order": False}}
+APPLIER_OPTIONS = {"lwm_not_prefix": {"preserve_commit_order": False},
+                   # the commit-order ticket wraps after 2^31 transactions: every 2nd here
+                   "ticket_overflow": {"ticket_wrap": 2}}
 
 # bug -> (scheduler, tracker options, generator options)
 SETUP = {
@@ -36,6 +38,7 @@ SETUP = {
     "optimistic_no_kill": ("commit_id+mariadb_optimistic", {}, {}),
     "admin_barrier_missing": ("writeset+mysql", {}, {"admin": True}),
     "victim_wakeup_lost": ("commit_order+mysql", {}, {"replica_locks": True}),
+    "ticket_overflow": ("commit_order+mysql", {}, {}),
 }
 
 
