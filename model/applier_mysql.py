@@ -96,7 +96,6 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     committed = dispatched = 0
     push = heapq.heappush
     retry_cost = profile.retry
-    active: dict[int, TxnRun] = {}       # seq -> started, not committed: holds its writes' locks
     xlocks: dict[str, TxnRun] = {}       # replica_locks key -> the ready transaction holding it
     lock_waiters: dict[int, list] = {}   # holder seq -> [(run, attempt)] waiting for its commit
     waiting_for: dict[int, list] = {}    # seq -> the holders its parked lock request waits for
@@ -115,9 +114,10 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
         """The other transactions holding a lock on `keys` (replica_locks; and writes when
         `with_writes`: a replica lock against a row another transaction wrote)."""
         found = {xlocks[k] for k in keys if k in xlocks}
-        if with_writes:
+        if with_writes:          # the started, uncommitted ones hold their writes' locks
             keys = set(keys)
-            found.update(r for r in active.values() if not keys.isdisjoint(r.txn.writes))
+            found.update(r for r in gaq if r.phase != NOT_STARTED and not r.done
+                         and not keys.isdisjoint(r.txn.writes))
         found.discard(run)
         return sorted(found, key=lambda r: r.seq)
 
@@ -155,7 +155,6 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
         """Start (again): the rows it writes must not be replica-locked by another."""
         if xlocks and not acquire(run, holders(run, run.txn.writes, False), now):
             return
-        active[run.seq] = run
         run.phase = EXECUTING
         launch(run, now)
         if log is not None:
@@ -187,12 +186,12 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     pending_kills: list = []             # logged after the killer's own event (one spec step)
 
     def release(run: TxnRun, now: float) -> None:
-        active.pop(run.seq, None)
         for k in run.txn.replica_locks:
             if xlocks.get(k) is run:
                 del xlocks[k]
-        for waiter in lock_waiters.pop(run.seq, ()):
-            push(heap, (now, next(counter), RESUME, waiter))
+        if lock_waiters:
+            for waiter in lock_waiters.pop(run.seq, ()):
+                push(heap, (now, next(counter), RESUME, waiter))
 
     def kill(victim: TxnRun, now: float, by: TxnRun) -> None:
         """The later holder rolls back; it keeps its worker and its place in the commit
