@@ -47,6 +47,7 @@ class Search:
     applier_options: dict = field(default_factory=dict)
     workers: tuple[int, int] = (2, 4)
     admin: bool = False
+    replica_locks: bool = False
 
 
 SEARCHES: dict[str, Search] = {
@@ -67,6 +68,10 @@ SEARCHES: dict[str, Search] = {
     "gco_start_on_exec": Search("commit_id+mariadb_conservative"),
     "optimistic_no_kill": Search("commit_id+mariadb_optimistic"),
     "admin_barrier_missing": Search("writeset+mysql", admin=True),
+    "victim_wakeup_lost": Search("commit_order+mysql", PLAIN_DML, replica_locks=True),
+    # the ticket wraps after 2^31 transactions in the server: every second one here
+    "ticket_overflow": Search("commit_order+mysql", PLAIN_DML,
+                              applier_options={"ticket_wrap": 2}),
 }
 
 
@@ -186,7 +191,30 @@ def case_strategy(search: Search):
                     txn.admin, txn.writes, txn.before_images = True, (), ()
             return trace
         traces = st.tuples(traces, st.lists(st.booleans(), min_size=8, max_size=8)).map(with_admin)
+    if search.replica_locks:
+        traces = st.tuples(traces, st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7)),
+                                            max_size=4)).map(with_replica_locks)
     return st.tuples(traces, st.integers(*search.workers))
+
+
+def with_replica_locks(args):
+    """Give some transactions replica_locks (rows the replica locks that the source never
+    did, semantics §1.8; the strategies do not draw them): (transaction, key) index pairs
+    into the trace, each key one that another transaction writes."""
+    trace, picks = args
+    keys = sorted({k for t in trace.txns for k in t.writes})
+    if not keys:
+        return trace
+    extra: dict[int, list] = {}
+    for i, j in picks:
+        txn = trace.txns[i % len(trace.txns)]
+        key = keys[j % len(keys)]
+        if key not in txn.writes and key not in extra.get(txn.seq, ()):
+            extra.setdefault(txn.seq, []).append(key)
+    for txn in trace.txns:
+        if txn.seq in extra:
+            txn.replica_locks = tuple(extra[txn.seq])
+    return trace
 
 
 def violations(bug: str | None, search: Search, trace, workers: int, props) -> list[str]:

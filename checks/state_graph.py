@@ -59,7 +59,8 @@ class Case:
 
 def make_case(scheduler: str, txns: Sequence, workers: int, *, label: str = "",
               bugs: frozenset[str] = frozenset(), tracker_options: dict | None = None,
-              checkpoint_group: int = 512, preserve_commit_order: bool = True) -> Case:
+              checkpoint_group: int = 512, preserve_commit_order: bool = True,
+              ticket_wrap: int = 0) -> Case:
     """The model of `txns` under `scheduler` (its tracker annotates them) with `workers`.
     `bugs`: applier bug flags of the Python side (the spec's are given to `compare`)."""
     from commitsched import steps_mariadb, steps_mysql
@@ -86,7 +87,7 @@ def make_case(scheduler: str, txns: Sequence, workers: int, *, label: str = "",
         deps = [dep for _, dep in tracker.annotate(iter(txns))]
     except TrackerError as e:
         raise StateGraphError(str(e)) from None
-    keys = sorted({k for t in txns for k in t.writes})
+    keys = sorted({k for t in txns for k in (*t.writes, *t.replica_locks)})
     key_id = {k: i + 1 for i, k in enumerate(keys)}
     ws = tuple(frozenset(key_id[k] for k in t.writes) for t in txns)
     record: dict[str, Any] = {"n": len(txns), "workers": workers,
@@ -96,9 +97,12 @@ def make_case(scheduler: str, txns: Sequence, workers: int, *, label: str = "",
         model = steps_mysql.Model(len(txns), workers, len(keys), tuple(d[0] for d in deps),
                                   tuple(d[1] for d in deps), tuple(d[2] for d in deps), ws,
                                   checkpoint_group, preserve_commit_order,
-                                  frozenset(bugs) & set(steps_mysql.BUGS))
+                                  frozenset(bugs) & set(steps_mysql.BUGS),
+                                  tuple(frozenset(key_id[k] for k in t.replica_locks)
+                                        for t in txns), ticket_wrap)
         record.update(cg=checkpoint_group, pco=preserve_commit_order, lc=list(model.lc),
-                      sn=list(model.sn), file=list(model.file), ws=ws_tla)
+                      sn=list(model.sn), file=list(model.file), ws=ws_tla,
+                      xl=[{"$set": sorted(x)} for x in model.xl], tw=ticket_wrap)
     else:
         flags = tuple(frozenset(d[1]) for d in deps)
         for t, f in zip(txns, flags):
@@ -124,7 +128,8 @@ _INSTANCE = {
     "MySQLApplier": ("tstate, worker, db, rd",
                      "N <- M[j].n, Workers <- M[j].workers, Keys <- M[j].keys, "
                      "CheckpointGroup <- M[j].cg, PreserveCommitOrder <- M[j].pco, "
-                     "lc <- M[j].lc, sn <- M[j].sn, file <- M[j].file, ws <- M[j].ws"),
+                     "lc <- M[j].lc, sn <- M[j].sn, file <- M[j].file, ws <- M[j].ws, "
+                     "xl <- M[j].xl, TicketWrap <- M[j].tw"),
     "MariaDBApplier": ("tstate, gco, specwait, drv, marked, retry, lk, rd, db, early",
                        "N <- M[j].n, Workers <- M[j].workers, Keys <- M[j].keys, "
                        "Mode <- M[j].mode, txn <- M[j].txn, cid <- M[j].cid, "
@@ -132,10 +137,11 @@ _INSTANCE = {
 }
 SPEC_BUG_FLAGS = {
     "MySQLApplier": ("lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
-                     "commit_order_unenforced"),
+                     "commit_order_unenforced", "victim_wakeup_lost", "ticket_overflow"),
     "MariaDBApplier": ("gco_start_on_exec", "optimistic_no_kill"),
 }
-_ACTION_ARGS = {"Dispatch": 2, "Start": 1, "ExecEnd": 1, "Commit": 1, "Kill": 1, "Retry": 1}
+_ACTION_ARGS = {"Dispatch": 2, "Start": 1, "ExecEnd": 1, "Commit": 1, "Kill": 1, "Retry": 1,
+                "DeadlockVictim": 1}
 
 
 def module_text(name: str, cases: Sequence[Case], spec_bugs: frozenset[str] = frozenset()) -> str:
@@ -156,7 +162,7 @@ def module_text(name: str, cases: Sequence[Case], spec_bugs: frozenset[str] = fr
             actions.append((f"Dispatch_{t}_{w}", f"{t} <= M[j].n /\\ {w} <= M[j].workers",
                             f"Dispatch({t}, {w})"))
         for a in ("Start", "ExecEnd", "Commit") + (("Kill", "Retry") if spec == "MariaDBApplier"
-                                                   else ()):
+                                                   else ("DeadlockVictim",)):
             actions.append((f"{a}_{t}", f"{t} <= M[j].n", f"{a}({t})"))
     body = "\n".join(f"{n} == \\E j \\in {{k}} : {guard} /\\ A(j)!{call} /\\ UNCHANGED k"
                      for n, guard, call in actions)

@@ -39,7 +39,7 @@ SPEC_OF_APPLIER = {"mysql": "MySQLApplier", "mariadb_conservative": "MariaDBAppl
                    "mariadb_optimistic": "MariaDBApplier"}
 SPEC_BUG_FLAGS = {
     "MySQLApplier": ("lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
-                     "commit_order_unenforced"),
+                     "commit_order_unenforced", "victim_wakeup_lost", "ticket_overflow"),
     "MariaDBApplier": ("gco_start_on_exec", "optimistic_no_kill"),
 }
 DEFAULT_TIMEOUT = 170.0
@@ -171,9 +171,10 @@ def record_schedule(scheduler: str, txns: Sequence, workers: int, profile, *,
     events = [Event(ev, index[seq], arg if ev == "dispatch" else 0, seq, when,
                     arg if ev == "kill" else None) for ev, seq, when, arg in ordered]
     events.append(Event(outcome, 0))
-    keys = sorted({k for t in txns for k in t.writes})
+    keys = sorted({k for t in txns for k in (*t.writes, *t.replica_locks)})
     key_id = {k: i + 1 for i, k in enumerate(keys)}
     ws = [{"$set": sorted(key_id[k] for k in set(t.writes))} for t in txns]
+    xl = [{"$set": sorted(key_id[k] for k in set(t.replica_locks))} for t in txns]
     record: dict[str, Any] = {"n": len(txns), "workers": workers,
                               "keys": {"$set": list(range(1, len(keys) + 1))}}
     if spec == "MySQLApplier":
@@ -183,6 +184,9 @@ def record_schedule(scheduler: str, txns: Sequence, workers: int, profile, *,
         record["sn"] = [d[1] for d in deps]
         record["file"] = [d[2] for d in deps]
         record["ws"] = ws
+        record["xl"] = xl
+        # TicketWrap: 0 (never) unless the run chose one (it only matters with ticket_overflow)
+        record["tw"] = opts.get("ticket_wrap", 0)
     else:
         record["mode"] = sched.applier.removeprefix("mariadb_")
         record["txn"] = [{"ddl": "ddl" in d[1], "ws": w} for d, w in zip(deps, ws)]

@@ -12,6 +12,14 @@ CATALOGUE: dict[str, tuple[str, str, tuple[str, ...]]] = {
                          ("NoConflictingOverlap",)),
     "commit_order_unenforced": ("mysql applier", "preserve-commit-order flag ignored",
                                 ("CommitOrderPreserved",)),
+    "victim_wakeup_lost": ("mysql applier",
+                           "a commit-order deadlock victim already waiting for its turn to commit "
+                           "is not woken (lost wake-up: MDEV-7326/7847, MySQL Bug #87796)",
+                           ("NoDeadlock",)),
+    "ticket_overflow": ("mysql applier",
+                        "the commit-order ticket wraps (32 bits) and a transaction already "
+                        "waiting for its turn is never granted it (MySQL Bug #103636)",
+                        ("NoDeadlock",)),
     "history_evict_no_floor": ("writeset tracker",
                                "writeset history evicts entries without raising the floor",
                                ("TrackerSoundness",)),

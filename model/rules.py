@@ -45,6 +45,20 @@ def lowest_idle_worker(idle: list[int]) -> int:
     return heapq.heappop(idle)
 
 
+def replica_lock_conflict(holder_seq: int, seq: int, ordered: bool, holder_ready: bool, *,
+                          wakeup_lost: bool = False) -> str:
+    """§1.8: `seq` needs a row lock that `holder_seq` holds, one of the two being a lock the
+    source never took (`replica_locks`). An earlier holder is waited for. A later one, with
+    commit order preserved, waits for `seq` to commit: a deadlock InnoDB cannot see, so
+    `Commit_order_manager::check_and_report_deadlock` makes the holder the victim ("kill": it
+    rolls back and retries). Without preserved commit order the holder commits on its own:
+    wait. Bug victim_wakeup_lost: a victim already waiting for its turn to commit is not woken
+    (its wait status is not set), so it is waited for, forever."""
+    if holder_seq < seq or not ordered or (holder_ready and wakeup_lost):
+        return "wait"
+    return "kill"
+
+
 class LowWaterMark:
     """The coordinator's lwm (§1.4): the sequence_number at the end of the longest committed
     prefix of the GAQ, reset to 0 when a barrier is dispatched (a new file or a drain).

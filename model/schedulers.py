@@ -108,11 +108,13 @@ def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, prof
         if scheduler.applier == "mysql":
             if tracker.kind == "database":
                 opts.pop("preserve_commit_order", None)
+                opts.pop("ticket_wrap", None)
                 return simulate_database(stream, workers, profile, sink, bugs=applier_bugs, **opts)
             return simulate_logical_clock(stream, workers, profile, sink, bugs=applier_bugs, **opts)
         mode = scheduler.applier.removeprefix("mariadb_")
         opts.pop("preserve_commit_order", None)
         opts.pop("checkpoint_group", None)
+        opts.pop("ticket_wrap", None)
         return simulate_mariadb(stream, workers, profile, sink, mode=mode, bugs=applier_bugs,
                                 **opts)
     except trackers_mod.TrackerError as e:

@@ -32,7 +32,7 @@ MARIADB_FLAGS = ("ddl", "waited", "transactional", "allow_parallel")
 _TXN_FIELDS = (
     "seq", "writes", "before_images", "gtid", "file", "last_committed", "sequence_number", "commit_id",
     "flags", "session", "db", "ddl", "admin", "no_pk", "fk_parent", "exec", "commit",
-    "timestamp", "events", "bytes", "rows", "write_set_size",
+    "timestamp", "events", "bytes", "rows", "write_set_size", "replica_locks",
 )
 
 
@@ -102,6 +102,10 @@ class Txn(_TxnHead, kw_only=True, forbid_unknown_fields=True, gc=False):
     # UPDATE that keeps its key hashes it twice (None: as many as `writes`). Only the
     # WRITESET history's capacity check counts duplicates (design: docs/mysql-tests.md).
     write_set_size: Optional[_NonNeg] = None
+    # Row keys the replica locks beyond `writes` that the source never locked (gap locks,
+    # another plan's index scan: semantics.md §1.8), taken at the transaction's last
+    # statement; the cause of commit-order deadlocks (model/applier_mysql.py).
+    replica_locks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Runs after __init__ and after decoding (once per line of a multi-million-line trace:
@@ -135,6 +139,8 @@ class Txn(_TxnHead, kw_only=True, forbid_unknown_fields=True, gc=False):
             self.file = 1
         if type(self.before_images) is not tuple:
             self.before_images = tuple(self.before_images)
+        if type(self.replica_locks) is not tuple:
+            self.replica_locks = tuple(self.replica_locks)
         if self.db is not None and type(self.db) is not tuple:
             self.db = tuple(self.db)
 
@@ -158,11 +164,12 @@ class Txn(_TxnHead, kw_only=True, forbid_unknown_fields=True, gc=False):
             value = getattr(self, name)
             if name == "file" and value == 1:
                 continue
-            if value is None or value is False or (name in ("flags", "before_images") and not value):
+            if value is None or value is False or (name in ("flags", "before_images", "replica_locks")
+                                                     and not value):
                 continue
             if name == "flags":
                 value = sorted(value)
-            elif name in ("db", "before_images"):
+            elif name in ("db", "before_images", "replica_locks"):
                 value = list(value)
             out[name] = value
         return out
@@ -311,6 +318,9 @@ def _parse_txn(obj: object, path: str, line: int) -> Txn:
     if before is not None and (type(before) is not list or not all(type(k) is str for k in before)
                                or not set(before) <= set(writes)):
         raise bad('"before_images" must be a list of keys that are also in "writes"')
+    xl = obj.get("replica_locks")
+    if xl is not None and (type(xl) is not list or not all(type(k) is str for k in xl)):
+        raise bad('"replica_locks" must be a list of row keys')
     for name in _INT_FIELDS:
         v = obj.get(name)
         if v is not None and (type(v) is not int or v < 0):
@@ -362,7 +372,7 @@ def _parse_txn(obj: object, path: str, line: int) -> Txn:
     return Txn(seq, writes, before_images=before or (), gtid=g, file=f, last_committed=lc,
                sequence_number=sn, commit_id=obj.get("commit_id"), flags=flags or _NO_FLAGS,
                session=s, db=d, timestamp=ts, events=obj.get("events"), bytes=obj.get("bytes"),
-               rows=obj.get("rows"), write_set_size=w, **costs, **bools)
+               rows=obj.get("rows"), write_set_size=w, replica_locks=xl or (), **costs, **bools)
 
 
 class _OrderCheck:

@@ -103,7 +103,11 @@ srcVars == <<sst, held, lcA, pos, nAdmin, counter, maxc, offset, fileNo,
 appVars == <<tstate, worker, db, rd>>   \* = A!avars (TLC cannot UNCHANGED an instanced tuple)
 vars == <<srcVars, appVars>>
 
-A == INSTANCE MySQLApplier WITH lc <- blc, sn <- bsn, file <- bfile, ws <- bws
+\* The replica takes the source's locks (xl empty): no commit-order deadlock here;
+\* MCMySQLRetry.tla checks those.
+A == INSTANCE MySQLApplier WITH lc <- blc, sn <- bsn, file <- bfile, ws <- bws,
+                                xl <- [t \in 1..N |-> {}], victim_wakeup_lost <- FALSE,
+                                TicketWrap <- 0, ticket_overflow <- FALSE
 
 Max2(a, b) == IF a >= b THEN a ELSE b
 Positions == 1..N

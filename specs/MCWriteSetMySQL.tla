@@ -39,7 +39,9 @@ AWs == [t \in 1..N |->
           ELSE IF W!Isolating(txn[t]) THEN AKeys
           ELSE W!TrueWS(txn[t]) \cup (IF Session THEN {SessionKey(txn[t].ses)} ELSE {})]
 
-A == INSTANCE MySQLApplier WITH Keys <- AKeys, ws <- AWs
+A == INSTANCE MySQLApplier WITH Keys <- AKeys, ws <- AWs, xl <- [t \in 1..N |-> {}],
+                                victim_wakeup_lost <- FALSE, TicketWrap <- 0,
+                                ticket_overflow <- FALSE
 
 \* Spelled out: TLC cannot evaluate UNCHANGED of an instanced tuple under ENABLED.
 tvars == <<next, txn, co, lc, sn, file, cause, history, hstart, offset,

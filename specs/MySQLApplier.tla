@@ -16,13 +16,20 @@
 (*             CheckpointGroup   replica_checkpoint_group (GAQ window)     *)
 (*             PreserveCommitOrder   replica_preserve_commit_order         *)
 (*             lwm_off_by_one, lwm_not_prefix, rotation_ignored,           *)
-(*             commit_order_unenforced   bug flags (FALSE = real server)   *)
-(*   VARIABLES lc, sn, file, ws  the annotation, read-only here: functions *)
-(*             1..N -> Nat (last_committed, sequence_number, binlog file   *)
-(*             index) and 1..N -> SUBSET Keys (write set).  Substitute any *)
-(*             state expressions; they must be total on 1..N in every      *)
-(*             state (use 0 / {} for not-yet-written entries) and must not *)
-(*             change once the applier has moved (the applier's actions    *)
+(*             TicketWrap    commit-order tickets wrap here (0: never)   *)
+(*             commit_order_unenforced, victim_wakeup_lost,              *)
+(*             ticket_overflow                                           *)
+(*                                       bug flags (FALSE = real server)   *)
+(*   VARIABLES lc, sn, file, ws, xl  the annotation, read-only here:       *)
+(*             functions 1..N -> Nat (last_committed, sequence_number,     *)
+(*             binlog file index), 1..N -> SUBSET Keys (write set) and     *)
+(*             1..N -> SUBSET Keys (replica_locks: rows the replica locks  *)
+(*             that the source never did, §1.8; {} for all: the replica    *)
+(*             takes the source's locks, no commit-order deadlock).        *)
+(*             Substitute any state expressions; they must be total on     *)
+(*             1..N in every state (use 0 / {} for not-yet-written         *)
+(*             entries) and must not change once the applier has moved     *)
+(*             (the applier's actions                                      *)
 (*             neither prime nor constrain them: the instantiating module  *)
 (*             adds UNCHANGED for its own variables).                      *)
 (*   VARIABLES tstate, worker, db, rd   the applier's own state            *)
@@ -45,17 +52,35 @@
 (*       the longest committed prefix, or 0 when that transaction lies in  *)
 (*       an earlier binlog file or a barrier dispatched after it is not    *)
 (*       yet released (dispatching a barrier resets lwm to 0).             *)
-(*   Start(t)    §1.4  t starts applying on its worker; it reads its keys. *)
-(*   ExecEnd(t)  t reached its XID event.                                  *)
+(*   Start(t)    §1.4  t starts (or, after a rollback, retries) applying   *)
+(*       on its worker; it reads its keys and locks them.                  *)
+(*   ExecEnd(t)  t reached its XID event; its last statement took its      *)
+(*       replica_locks xl[t].                                              *)
+(*   Row locks (§1.8): only conflicts that involve a replica lock (xl) are *)
+(*       modelled; two write sets never meet unless the scheduler broke    *)
+(*       its promise (NoConflictingOverlap says).  Start(t) needs ws[t]    *)
+(*       free of replica locks, ExecEnd(t) needs xl[t] free of any lock.   *)
+(*       An earlier holder is waited for (the step is not enabled).  With  *)
+(*       commit order enforced a later holder u would wait for t to commit *)
+(*       while t waits for u's lock: Commit_order_manager::                *)
+(*       check_and_report_deadlock makes u the victim, so t's step rolls   *)
+(*       u back (u returns to "dispatched" on its worker, keeping its      *)
+(*       place in the commit order, and retries with Start): the kill and  *)
+(*       t's lock grant are one step, as InnoDB grants the released lock   *)
+(*       to the waiter.  Without enforced order u commits on its own: t    *)
+(*       waits.  replica_transaction_retries (§1.9) is not modelled.      *)
+(*   DeadlockVictim(v)  InnoDB's deadlock detector: v is the latest member *)
+(*       of a cycle of lock waits (only possible without enforced commit   *)
+(*       order); it rolls back to "dispatched" and retries.                *)
 (*   Commit(t)   §1.7  t commits and writes its keys; with preserve commit *)
 (*       order only once every earlier transaction committed.              *)
 (*                                                                         *)
 (* ABSTRACTIONS.  Time and costs are absent (every interleaving of the     *)
 (* workers is explored).  Per-worker queue and pending-bytes limits (§1.5  *)
 (* items 2, 3) are subsumed by "one transaction per worker".  Binlog group *)
-(* commit on the replica, commit-order deadlocks and retries (§1.8-§1.9)   *)
-(* are not modelled: each transaction only touches the keys the annotation *)
-(* declares, so the replica takes the same locks as the source.            *)
+(* commit on the replica is not modelled.  Commit-order deadlocks and      *)
+(* retries (§1.8) are, for the locks xl the replica takes that the source  *)
+(* did not; the retry limit (§1.9) is not.                                 *)
 (* The replica data: db[k] is the sequence of transactions that wrote k,   *)
 (* in the order their writes landed.  A transaction reads its keys at      *)
 (* Start (rd) and at Commit writes Append(value read, t): any lost update  *)
@@ -97,23 +122,32 @@
 (* transaction is a barrier too; TLC found no violation with N = 4 and 2   *)
 (* files.  The hazard is the combination modelled here: checks skipped     *)
 (* after the rotation but the lwm kept.)  commit_order_unenforced ignores  *)
-(* PreserveCommitOrder.                                                    *)
+(* PreserveCommitOrder.  victim_wakeup_lost (MDEV-7326/7847's lost        *)
+(* wake-ups on MySQL's side, Bug #87796): a victim waiting for its turn to *)
+(* commit (ready) is not woken, so it is waited for: NoDeadlock fails.     *)
+(* ticket_overflow (MySQL Bug #103636, fixed 8.0.28): the commit-order     *)
+(* sequence number is 32 bits; when it wraps (every TicketWrap-th          *)
+(* transaction here, 2^31 in the server), Commit_order_manager::finish_one *)
+(* fails to grant the turn to the next transaction if it is already        *)
+(* waiting (ready): it sleeps ("asleep") forever; NoDeadlock fails.        *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
 CONSTANTS N, Workers, Keys, CheckpointGroup, PreserveCommitOrder,
           lwm_off_by_one, lwm_not_prefix, rotation_ignored,
-          commit_order_unenforced
+          commit_order_unenforced, victim_wakeup_lost, TicketWrap, ticket_overflow
 
-VARIABLES lc, sn, file, ws          \* annotation (input, read-only)
+VARIABLES lc, sn, file, ws, xl      \* annotation (input, read-only)
 VARIABLES tstate, worker, db, rd    \* applier state
 
 avars == <<tstate, worker, db, rd>>
 
 Txns == 1..N
 WorkerIds == 1..Workers
-States == {"queued", "dispatched", "executing", "ready", "committed"}
-Active(t) == tstate[t] \in {"executing", "ready"}      \* holds its row locks
+States == {"queued", "dispatched", "executing", "ready", "asleep", "committed"}
+\* ready, or (bug ticket_overflow) waiting for a turn that was never granted
+Waiting(t) == tstate[t] \in {"ready", "asleep"}
+Active(t) == tstate[t] = "executing" \/ Waiting(t)      \* holds its row locks
 Committed(t) == tstate[t] = "committed"
 NoRead == [k \in Keys |-> <<>>]
 
@@ -157,6 +191,29 @@ AInit == /\ tstate = [t \in Txns |-> "queued"]
          /\ db = [k \in Keys |-> <<>>]
          /\ rd = [t \in Txns |-> NoRead]
 
+\* Row locks (§1.8): those of u that t's next step needs.
+WLocks(u) == IF Active(u) THEN ws[u] ELSE {}
+XLocks(u) == IF Waiting(u) THEN xl[u] ELSE {}
+Blocks(u, t) == /\ u # t
+                /\ IF tstate[t] = "dispatched" THEN ws[t] \cap XLocks(u) # {}
+                   ELSE xl[t] \cap (WLocks(u) \cup XLocks(u)) # {}
+\* rules.replica_lock_conflict: a later holder is the victim (commit order enforced).
+Victim(u, t) == /\ t < u /\ EnforceOrder
+                /\ ~(victim_wakeup_lost /\ Waiting(u))
+CanLock(t) == \A u \in Txns : Blocks(u, t) => Victim(u, t)
+Victims(t) == {u \in Txns : Blocks(u, t)}
+\* InnoDB's own deadlock detection: t's next step waits for u; a cycle of such waits
+\* (possible only without enforced commit order, where a later holder is waited for)
+\* rolls back its latest member, which retries (a temporary error, §1.9).
+Waits(t, u) == tstate[t] \in {"dispatched", "executing"} /\ Blocks(u, t) /\ ~Victim(u, t)
+RECURSIVE Reach(_, _, _)
+Reach(S, v, n) == IF n = 0 THEN S
+                  ELSE Reach(S \cup {x \in 1..v : \E u \in S : Waits(u, x)}, v, n - 1)
+LatestInCycle(v) == v \in Reach({x \in 1..v : Waits(v, x)}, v, N)
+\* t takes state s; its victims roll back to "dispatched" (they keep their worker).
+MoveTo(t, s, V) == tstate' = [u \in Txns |-> IF u = t THEN s
+                                          ELSE IF u \in V THEN "dispatched" ELSE tstate[u]]
+
 Dispatch(t, w) ==
   /\ tstate[t] = "queued"
   /\ \A u \in 1..(t - 1) : tstate[u] # "queued"           \* in order
@@ -172,26 +229,45 @@ Dispatch(t, w) ==
 
 Start(t) ==
   /\ tstate[t] = "dispatched"
-  /\ tstate' = [tstate EXCEPT ![t] = "executing"]
-  /\ rd' = [rd EXCEPT ![t] = [k \in Keys |-> IF k \in ws[t] THEN db[k] ELSE <<>>]]
+  /\ CanLock(t)
+  /\ LET V == Victims(t)
+     IN /\ MoveTo(t, "executing", V)
+        /\ rd' = [u \in Txns |->
+                   IF u = t THEN [k \in Keys |-> IF k \in ws[t] THEN db[k] ELSE <<>>]
+                   ELSE IF u \in V THEN NoRead ELSE rd[u]]
   /\ UNCHANGED <<worker, db>>
 
 ExecEnd(t) ==
   /\ tstate[t] = "executing"
-  /\ tstate' = [tstate EXCEPT ![t] = "ready"]
-  /\ UNCHANGED <<worker, db, rd>>
+  /\ CanLock(t)
+  /\ LET V == Victims(t)
+     IN /\ MoveTo(t, "ready", V)
+        /\ rd' = [u \in Txns |-> IF u \in V THEN NoRead ELSE rd[u]]
+  /\ UNCHANGED <<worker, db>>
 
 Commit(t) ==
   /\ tstate[t] = "ready"
   /\ EnforceOrder => Prefix = t - 1                        \* §1.7
-  /\ tstate' = [tstate EXCEPT ![t] = "committed"]
+  \* finish_one grants the next transaction its turn; ticket_overflow loses that grant
+  \* when its ticket wrapped and it is already waiting.
+  /\ tstate' = [u \in Txns |->
+                 IF u = t THEN "committed"
+                 ELSE IF /\ u = t + 1 /\ tstate[u] = "ready" /\ ticket_overflow
+                         /\ EnforceOrder /\ TicketWrap > 0 /\ u % TicketWrap = 0
+                      THEN "asleep" ELSE tstate[u]]
   /\ db' = [k \in Keys |-> IF k \in ws[t] THEN Append(rd[t][k], t) ELSE db[k]]
   \* A committed transaction frees its worker; its read values are dead.
   /\ worker' = [worker EXCEPT ![t] = 0]
   /\ rd' = [rd EXCEPT ![t] = NoRead]
 
+DeadlockVictim(v) ==
+  /\ Active(v) /\ LatestInCycle(v)
+  /\ tstate' = [tstate EXCEPT ![v] = "dispatched"]
+  /\ rd' = [rd EXCEPT ![v] = NoRead]
+  /\ UNCHANGED <<worker, db>>
+
 ANext == \/ \E t \in Txns, w \in WorkerIds : Dispatch(t, w)
-         \/ \E t \in Txns : Start(t) \/ ExecEnd(t) \/ Commit(t)
+         \/ \E t \in Txns : Start(t) \/ ExecEnd(t) \/ Commit(t) \/ DeadlockVictim(t)
 
 AllCommitted == \A t \in Txns : Committed(t)
 
@@ -205,7 +281,7 @@ TypeOK ==
   /\ db \in [Keys -> Seq(Txns)]
   /\ rd \in [Txns -> [Keys -> Seq(Txns)]]
   /\ lc \in [Txns -> Nat] /\ sn \in [Txns -> Nat] /\ file \in [Txns -> Nat]
-  /\ ws \in [Txns -> SUBSET Keys]
+  /\ ws \in [Txns -> SUBSET Keys] /\ xl \in [Txns -> SUBSET Keys]
 
 NoConflictingOverlap ==
   \A t, u \in Txns : t < u /\ Active(t) /\ Active(u) => ws[t] \cap ws[u] = {}
@@ -225,7 +301,7 @@ DependsOn(t, u) ==
      \/ file[u] = file[t] /\ (lc[t] = 0 \/ sn[u] <= lc[t])
 
 DependenciesRespected ==
-  \A t \in Txns : tstate[t] \in {"executing", "ready", "committed"} =>
+  \A t \in Txns : tstate[t] \in {"executing", "ready", "asleep", "committed"} =>
     \A u \in Txns : DependsOn(t, u) => Committed(u)
 
 RECURSIVE ReplaySeq(_, _)

@@ -8,7 +8,8 @@
 (* Traces is a tuple of schedules; TLC picks one (k) at Init, so one run   *)
 (* validates many.  Each is a record: n, workers, keys (a set), cg         *)
 (* (CheckpointGroup), pco (PreserveCommitOrder), the annotation lc, sn,    *)
-(* file, ws (tuples indexed by transaction), and log: the simulator's      *)
+(* file, ws, xl (tuples indexed by transaction), tw (TicketWrap), and     *)
+(* log: the simulator's                                                   *)
 (* events in order, [a |-> action, t |-> transaction, w |-> worker or 0].  *)
 (* The last event may be "end" (the simulator finished: every transaction *)
 (* committed) or "stuck" (the simulator deadlocked: the spec must have no *)
@@ -29,7 +30,8 @@
 EXTENDS Naturals, Sequences, TLC
 
 CONSTANTS Traces,
-          lwm_off_by_one, lwm_not_prefix, rotation_ignored, commit_order_unenforced
+          lwm_off_by_one, lwm_not_prefix, rotation_ignored, commit_order_unenforced,
+          victim_wakeup_lost, ticket_overflow
 
 VARIABLES k, i, tstate, worker, db, rd
 
@@ -40,7 +42,8 @@ A(j) == INSTANCE MySQLApplier WITH
           N <- Traces[j].n, Workers <- Traces[j].workers, Keys <- Traces[j].keys,
           CheckpointGroup <- Traces[j].cg, PreserveCommitOrder <- Traces[j].pco,
           lc <- Traces[j].lc, sn <- Traces[j].sn, file <- Traces[j].file,
-          ws <- Traces[j].ws
+          ws <- Traces[j].ws, xl <- Traces[j].xl,
+          TicketWrap <- Traces[j].tw
 
 Log == Traces[k].log
 
@@ -54,6 +57,10 @@ Step(j, e) ==
   \/ e.a = "start"    /\ A(j)!Start(e.t)
   \/ e.a = "exec_end" /\ A(j)!ExecEnd(e.t)
   \/ e.a = "commit"   /\ A(j)!Commit(e.t)
+  \* the simulator logs a commit-order victim after its killer's step, which rolled it back
+  \/ e.a = "kill"     /\ tstate[e.t] = "dispatched" /\ UNCHANGED avars
+  \* an InnoDB deadlock victim (a cycle of lock waits) is a step of its own
+  \/ e.a = "kill"     /\ A(j)!DeadlockVictim(e.t)
   \/ e.a = "end"      /\ A(j)!AllCommitted /\ UNCHANGED avars
   \/ e.a = "stuck"    /\ ~A(j)!AllCommitted /\ ~ENABLED A(j)!ANext
                       /\ UNCHANGED avars

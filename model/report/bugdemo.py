@@ -17,7 +17,9 @@ from ..trace import Txn
 
 # Applier options a bug needs to show (with commits in order, lwm = highest committed IS the
 # committed prefix).
-APPLIER_OPTIONS = {"lwm_not_prefix": {"preserve_commit_order": False}}
+APPLIER_OPTIONS = {"lwm_not_prefix": {"preserve_commit_order": False},
+                   # the commit-order ticket wraps after 2^31 transactions: every 2nd here
+                   "ticket_overflow": {"ticket_wrap": 2}}
 
 # bug -> (scheduler, tracker options, generator options)
 SETUP = {
@@ -35,6 +37,8 @@ SETUP = {
     "gco_start_on_exec": ("commit_id+mariadb_conservative", {}, {}),
     "optimistic_no_kill": ("commit_id+mariadb_optimistic", {}, {}),
     "admin_barrier_missing": ("writeset+mysql", {}, {"admin": True}),
+    "victim_wakeup_lost": ("commit_order+mysql", {}, {"replica_locks": True}),
+    "ticket_overflow": ("commit_order+mysql", {}, {}),
 }
 
 
@@ -63,6 +67,7 @@ class BugDemo:
 def _candidates(gen: dict):
     gen = dict(gen)
     admin = gen.pop("admin", False)
+    replica_locks = gen.pop("replica_locks", False)
     for seed in range(1, 61):
         for n, workload, clients, size in ((5, "mixed", 3, 3), (8, "mixed", 3, 3),
                                            (12, "mixed", 3, 3), (10, "oltp_update_index", 4, 4),
@@ -76,7 +81,12 @@ def _candidates(gen: dict):
                 txns[k] = Txn(t.seq, [], gtid=t.gtid, file=t.file, last_committed=t.last_committed,
                               sequence_number=t.sequence_number, session=t.session, admin=True,
                               exec=t.exec, commit=t.commit)
-            yield {**params, "n": n, "admin": admin}, txns
+            if replica_locks:  # each locks, on the replica only, a row its successor writes
+                for t, nxt in zip(txns, txns[1:]):
+                    extra = [k for k in nxt.writes if k not in t.writes][:1]
+                    if extra:
+                        t.replica_locks = tuple(extra)
+            yield {**params, "n": n, "admin": admin, "replica_locks": replica_locks}, txns
 
 
 def find(bug: str, budget: int = 1800) -> BugDemo | None:

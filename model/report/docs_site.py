@@ -184,8 +184,8 @@ def _round_floats(text: str) -> str:
 
 
 def _generate_command(gen: dict) -> str | None:
-    if gen.get("admin"):
-        return None   # the admin statement is put in by hand, not by the generator
+    if gen.get("admin") or gen.get("replica_locks"):
+        return None   # the admin statement / replica locks are put in by hand, not generated
     cmd = (f"commitsched generate --transactions {gen['n']} --workload {gen['workload']} "
            f"--clients {gen['clients']} --table-size {gen['table_size']} --seed {gen['seed']}")
     for k in ("rotate_every", "ddl_every"):
