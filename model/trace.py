@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import IO, Annotated, Iterable, Iterator, Literal, Optional, Union
 
 import msgspec
-from isal import igzip_threaded, isal_zlib
+from isal import igzip, isal_zlib
 
 FORMAT = "commitsched-trace"
 VERSION = 1
@@ -515,10 +515,11 @@ def _careful_batch(first_line: int, chunk: bytes, check: _OrderCheck, path: str)
 
 
 def _open_binary(path: str) -> IO[bytes]:
-    # isal's gzip reader: the same format, decompressed about 4x faster than zlib's, in a
-    # thread of its own (it lets go of the GIL): on two cores, beside the decoding
-    return igzip_threaded.open(path, "rb", threads=1) if path.endswith(".gz") \
-        else open(path, "rb")
+    # isal's gzip reader: the same format, decompressed about 4x faster than zlib's. Not its
+    # threaded reader: a trace opened for its header only keeps that thread and its locks
+    # alive, and a process forked meanwhile (`score --jobs`, multiprocessing's fork) can hang
+    # on them in the child (a forked pytest child was seen stuck in a futex wait)
+    return igzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
 def iter_trace(path: str) -> tuple[dict, Iterator[Txn]]:
