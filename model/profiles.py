@@ -29,6 +29,13 @@ def txn_events(txn) -> int:
     return 2 + 3 * len(txn.writes)
 
 
+def txn_rows(txn) -> int:
+    """Rows a transaction changes: the trace's `rows` when the importer counted them, else one
+    per written key (a synthetic transaction's writes are its rows)."""
+    rows = txn.rows
+    return rows if rows is not None else len(txn.writes)
+
+
 def txn_bytes(txn) -> int:
     """Bytes of a transaction in the binlog: the trace's `bytes`, else an estimate (about 150
     bytes an event, the size of a small sysbench row event with its table map)."""
@@ -76,6 +83,10 @@ class Profile:
     # each member (writing its binlog events); `wakeup`: the latency of waking a waiting thread
     # (a released GCO or prior-commit wait, the next group commit after the previous one).
     exec_event: float = 0.0
+    # `exec_row`: execution per row changed when the trace has no `exec`: InnoDB's work is per
+    # row (find it, change it, undo, lock), so a 200-row UPDATE in one statement costs what its
+    # rows cost, not what its few binlog events would
+    exec_row: float = 0.0
     # `handoff_event`: the time a MariaDB worker waits, off its core, per event of its
     # transaction for the driver to hand the event over (the queue's mutex and condition
     # variable): a latency on the worker's path that a 1-thread run shows as idle time
@@ -112,7 +123,12 @@ class Profile:
     def exec_cost(self, txn) -> float:
         if txn.exec is not None:
             return txn.exec
-        return self.exec_default + self.exec_event * txn_events(txn)
+        cost = self.exec_default
+        if self.exec_event:
+            cost += self.exec_event * txn_events(txn)
+        if self.exec_row:
+            cost += self.exec_row * txn_rows(txn)
+        return cost
 
     def dispatch_cost(self, txn, workers: int) -> float:
         """The driver / coordinator's time to read and hand out `txn` to one of `workers`."""

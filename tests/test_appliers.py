@@ -473,3 +473,15 @@ def test_without_the_replicas_binlog_the_redo_flush_groups_after_the_turns():
                    log_replica_updates=False)
     runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 3, prof)
     assert times(runs, "commit") == [15, 20, 20]
+
+
+def test_execution_grows_per_row_changed():
+    """exec_row: a 200-row UPDATE (few binlog events) costs its rows; a transaction without
+    `rows` (a synthetic one) counts a row per written key."""
+    rows = [{"seq": 1, "writes": ["d.t/PRIMARY=1"], "rows": 200, "events": 14},
+            {"seq": 2, "writes": ["d.t/PRIMARY=2", "d.t/PRIMARY=3"]}]
+    t1, t2 = trace_from_dicts(rows).txns
+    prof = replace(IDEAL, exec_default=10.0, exec_row=2.0)
+    assert prof.exec_cost(t1) == 10.0 + 2.0 * 200
+    assert prof.exec_cost(t2) == 10.0 + 2.0 * 2
+    assert replace(IDEAL, exec_default=10.0).exec_cost(t1) == 10.0

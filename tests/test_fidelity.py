@@ -67,19 +67,21 @@ def test_cpu_growth_comes_from_the_counters_not_the_timings(tmp_path):
 
 
 def test_exec_is_solved_from_the_serial_applies(tmp_path):
-    """Two workloads of 2 and 10 events measured at 30 and 70 us a transaction serially: with a
-    per-transaction overhead of 10 (dispatch 4 + sync 6), execution is 10 + 5 per event, and
+    """Two workloads of 2 and 10 rows measured at 30 and 70 us a transaction serially: with a
+    per-transaction overhead of 10 (dispatch 4 + sync 6), execution is 10 + 5 per row, and
     the serial replay then takes exactly the measured time."""
     paths = {}
-    for name, events in (("small", 2), ("big", 10)):
+    for name, rows in (("small", 2), ("big", 10)):
         p = str(tmp_path / f"{name}.jsonl.gz")
-        write_trace(p, [Txn(i, [f"d.t/PRIMARY={i}"], events=events) for i in range(1, 101)])
+        write_trace(p, [Txn(i, [f"d.t/PRIMARY={i}"], rows=rows, events=3)
+                        for i in range(1, 101)])
         paths[name] = p
     wls = [fm.Workload("small", paths["small"], 30e-6 * 100),
            fm.Workload("big", paths["big"], 70e-6 * 100)]
     base = Profile("t", 0.0, 0.0, 6.0, 4.0, 0.0, "test")
     prof = fm.with_exec(base, wls)
-    assert prof.exec_event == pytest.approx(5.0) and prof.exec_default == pytest.approx(10.0)
+    assert prof.exec_row == pytest.approx(5.0) and prof.exec_default == pytest.approx(10.0)
+    assert prof.exec_event == 0.0
     for w in wls:
         assert fm.makespan(w.txns, "serial", 1, prof) == pytest.approx(w.serial_us * 100)
     # an overhead above the serial time cannot be: no profile

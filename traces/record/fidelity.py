@@ -210,7 +210,7 @@ def _cell(r: dict, key: str) -> str:
     return f"{v:.2f} ({100 * _err(v, r['median']):+.0f}%{'' if inside else ' out'})"
 
 
-TERM_ROWS = ("exec_default", "exec_event", "dispatch", "dispatch_event", "dispatch_thread",
+TERM_ROWS = ("exec_default", "exec_event", "exec_row", "dispatch", "dispatch_event", "dispatch_thread",
              "commit_serial", "commit_byte", "wakeup", "coordination", "coordination_event",
              "coordination_thread", "sync", "sync_cpu", "commit_default", "commit_cpu",
              "background_cpu", "handoff_event", "shared_disk", "commit_grouped",
@@ -367,7 +367,8 @@ def cmd_fit(a) -> int:
                    for t in fm.TERMS}
     fitted_from.update(
         exec_default="the serial applies of both workloads (per transaction)",
-        exec_event="the serial applies of both workloads (per event)",
+        exec_row="the serial applies of both workloads (per row changed: the mechanism, since "
+                 "these workloads' rows and events scale alike)",
         coordination_thread="replica16 CPU counters (cpu_busy_cores x seconds): slope of the "
                             "parallel-mode CPU per event against the thread count",
         cores="the machine's CPU count", band="cross-validation residuals (10th-90th pct)",

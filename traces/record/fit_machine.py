@@ -26,7 +26,7 @@ if HERE not in sys.path:
 from record import _import_importers  # noqa: E402
 
 _import_importers()
-from commitsched.profiles import Profile, txn_events  # noqa: E402
+from commitsched.profiles import Profile, txn_events, txn_rows  # noqa: E402
 from commitsched.schedulers import run_scheduler  # noqa: E402
 from commitsched.trace import load_trace  # noqa: E402
 
@@ -55,6 +55,7 @@ class Workload:
         self.txns = txns[:limit] if limit else txns
         self.serial_us = serial_s * 1e6 / self.full_count     # per transaction
         self.mean_events = statistics.fmean(txn_events(t) for t in self.txns)
+        self.mean_rows = statistics.fmean(txn_rows(t) for t in self.txns)
 
 
 def makespan(txns, scheduler: str, workers: int, profile: Profile) -> float:
@@ -68,27 +69,30 @@ def makespan(txns, scheduler: str, workers: int, profile: Profile) -> float:
 
 
 def with_exec(profile: Profile, workloads: list[Workload], clamp: bool = False) -> Profile | None:
-    """`profile` with `exec_default` (and `exec_event` when two workloads differ in size) solved
-    so that the serial replay takes each workload's measured serial time; None when that needs
+    """`profile` with `exec_default` (and `exec_row` when two workloads differ in rows) solved
+    so that the serial replay takes each workload's measured serial time. Per row, not per
+    event: InnoDB's work is per row changed, and these workloads (one row per rows event) cannot
+    tell the two apart, so the mechanism decides, not the fit. None when that needs
     a negative execution cost (the other terms already exceed the serial time), or with `clamp`
     an execution cost of 0 (the serial replay then takes longer than measured)."""
     def overhead(w):   # the serial replay's per-transaction cost besides execution
         return (profile.dispatch + profile.dispatch_event * w.mean_events
                 + profile.commit_default + profile.group_sync)
     if len(workloads) >= 2:
-        a, b = sorted(workloads[:2], key=lambda w: w.mean_events)
-        if b.mean_events - a.mean_events > 0.5:
+        a, b = sorted(workloads[:2], key=lambda w: w.mean_rows)
+        if b.mean_rows - a.mean_rows > 0.5:
             slope = ((b.serial_us - overhead(b)) - (a.serial_us - overhead(a))) / (
-                b.mean_events - a.mean_events)
-            base = a.serial_us - overhead(a) - slope * a.mean_events
+                b.mean_rows - a.mean_rows)
+            base = a.serial_us - overhead(a) - slope * a.mean_rows
             if slope < 0 or base < 0:
                 return None
-            return replace(profile, exec_default=base, exec_event=slope)
+            return replace(profile, exec_default=base, exec_event=0.0, exec_row=slope)
     w = workloads[0]
     base = w.serial_us - overhead(w)
     if base < 0 and clamp:
         base = 0.0
-    return replace(profile, exec_default=base, exec_event=0.0) if base >= 0 else None
+    return (replace(profile, exec_default=base, exec_event=0.0, exec_row=0.0) if base >= 0
+            else None)
 
 
 def predict(workload: Workload, profile: Profile, mode: str, workers: int) -> float:
