@@ -96,6 +96,13 @@ def test_fit_from_serial_runs_only(tmp_path):
     assert (m["dispatch_thread"], m["coordination_thread"], m["wakeup"]) == (5.0, 5.0, 7.0)
     assert "m16" in m["fitted_from"]["wakeup"]
     assert d["commit_serial"] == r["commit_serial"] == pytest.approx(100.0)  # (1.0 - 0.9) s
+    # the machine's own wake-up probe, when the measurement ran it, wins over the transferred one
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    meta["wakeup_probe"] = {"start": {"median_us": 20.0}, "end": {"median_us": 30.0}}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    probed = calib_fit.fit(tmp_path, {"source": "m16", "wakeup": 7.0})
+    p = {q["name"]: q for q in probed["profiles"]}["durable-mariadb"]
+    assert p["wakeup"] == 25.0 and "probe" in p["fitted_from"]["wakeup"]
     # the parallel timings it will predict do not move the fit
     parallel2 = [_row(rnd, "durable", "optimistic", 4, 10 * rnd) for rnd in (1, 2, 3)]
     assert calib_fit.fit(_folder(tmp_path, rows + parallel2))["profiles"] == got["profiles"]
@@ -191,6 +198,12 @@ def test_calibration_pipeline_end_to_end(tmp_path):
             assert int(row["d_binlog_commits"]) == 300
         assert float(row["apply_s"]) > 0
         assert float(row["cpu_avail"]) > 0 and float(row["fsync_ms"]) > 0   # the host probes
+        assert float(row["new_thread_run_delay_s"]) >= 0 and int(row["new_thread_waits"]) >= 0
+    # the driver's and worker's scheduling, read at the end of the 1-thread run (its threads
+    # outlive it): the worker blocks for the events the driver hands it
+    assert any(int(r["new_thread_waits"]) > 0 for r in rows if r["threads"] == "1")
+    if shutil.which("cc") or shutil.which("gcc"):                # the wake-up probe ran
+        assert 0 < meta["wakeup_probe"]["start"]["median_us"] < 10_000
     # this run's private servers are gone (matched by its own workdir: another calibration
     # may be running on the same machine)
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout

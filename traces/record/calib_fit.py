@@ -202,6 +202,10 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
     # transferred thread growth applies per event as on the machine it was fitted on.
     events = mean_events(folder)
     transfer = transfer or {}
+    # the machine's own wake-up latency when its probe ran (calib_server.wakeup_probe, at the
+    # start and the end of the measurement); else the other machine's fitted one
+    probes = [v["median_us"] for v in (meta.get("wakeup_probe") or {}).values() if v]
+    wakeup = _med(probes) if probes else transfer.get("wakeup", 0.0)
     d_event = dispatch / events
     c_event = coordination / events
     handoff = (_med(one_thread_idle) / n * us / events) if one_thread_idle else 0.0
@@ -210,7 +214,7 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
                   dispatch_event=round(d_event, 4), coordination_event=round(c_event, 4),
                   dispatch_thread=round(d_event * transfer.get("dispatch_thread_ratio", 0.0), 4),
                   coordination_thread=round(c_event * transfer.get("coordination_thread_ratio", 0.0), 4),
-                  wakeup=round(transfer.get("wakeup", 0.0), 3),
+                  wakeup=round(wakeup, 3),
                   handoff_event=round(handoff, 4),
                   machine=f"{meta['host']['cpus']}-core shared VM of this project "
                           f"({os.path.basename(os.path.normpath(folder))})")
@@ -236,12 +240,16 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
                                 f"{transfer.get('coordination_thread_ratio', 0):.4f}, the ratio "
                                 f"of {src_t}'s CPU counters",
             wakeup=f"fitted on {src_t}")
+    if probes:
+        fitted_from["wakeup"] = ("this machine's wake-up probe (a pthread condition hand-off, "
+                                 f"median of {len(probes)} probes)")
     fitted_from["log_replica_updates"] = "the replica's setting (log_slave_updates=ON)"
     common["fitted_from"] = fitted_from
     common["log_replica_updates"] = True
     how = ("fitted by traces/record/calibrate.py fit from the serial applies, the fit-only "
            "runs and server counters only (docs/calibration.md)"
-           + ("; thread growth and wake-up latency transferred from "
+           + ("; thread growth" + ("" if probes else " and wake-up latency")
+              + " transferred from "
               + transfer.get("source", "another machine") if transfer else "") + "; " + src)
     profiles = [
         dict(name="durable-mariadb", commit_default=round(commit_dur, 3),

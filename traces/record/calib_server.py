@@ -171,24 +171,49 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_sched(pid: int) -> dict[int, tuple[float, int]]:
+    """Per thread of `pid`: seconds spent runnable but waiting for a core (schedstat's run
+    delay) and voluntary context switches (times it blocked: a lock, a condition, a sync)."""
+    out = {}
+    base = f"/proc/{pid}/task"
+    for tid in os.listdir(base):
+        try:
+            with open(f"{base}/{tid}/schedstat") as f:
+                delay_ns = int(f.read().split()[1])
+            with open(f"{base}/{tid}/status") as f:
+                vol = next(int(line.split()[1]) for line in f
+                           if line.startswith("voluntary_ctxt_switches"))
+            out[int(tid)] = (delay_ns / 1e9, vol)
+        except (OSError, IndexError, ValueError, StopIteration):
+            continue
+    return out
+
+
 class ThreadSampler:
     """Per-thread CPU of a process, sampled every `period` s while a run lasts: the replica's
     SQL driver and worker threads end when the SQL thread stops, so a read after the run would
-    miss them. Keeps each thread's last value (at most one period of its CPU is lost)."""
+    miss them. Keeps each thread's last value (at most one period of its CPU is lost). Also keeps
+    each thread's run-queue delay and voluntary context switches (`sched`), sampled alike."""
 
-    def __init__(self, pid: int, period: float = 0.2):
+    def __init__(self, pid: int, period: float = 0.1):
         import threading
         self.pid, self.period = pid, period
         self.start_values = thread_cpu(pid)
         self.last: dict[int, float] = dict(self.start_values)
+        self.sched_start = thread_sched(pid)
+        self.sched_last = dict(self.sched_start)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
+    def _sample(self) -> None:
+        self.last.update(thread_cpu(self.pid))
+        self.sched_last.update(thread_sched(self.pid))
+
     def _loop(self) -> None:
         while not self._stop.wait(self.period):
             try:
-                self.last.update(thread_cpu(self.pid))
+                self._sample()
             except OSError:
                 return
 
@@ -197,7 +222,7 @@ class ThreadSampler:
         self._stop.set()
         self._thread.join()
         try:
-            self.last.update(thread_cpu(self.pid))
+            self._sample()
         except OSError:
             pass
         return {t: v - self.start_values.get(t, 0.0) for t, v in self.last.items()}
@@ -205,6 +230,74 @@ class ThreadSampler:
     def new_threads(self, used: dict[int, float]) -> list[float]:
         """CPU of the threads that did not exist at the start, busiest first."""
         return sorted((v for t, v in used.items() if t not in self.start_values), reverse=True)
+
+    def new_threads_sched(self) -> tuple[float, int]:
+        """Run-queue delay (s) and voluntary switches, summed over the threads new since the
+        start (the SQL driver and its workers), as last sampled."""
+        new = [v for t, v in self.sched_last.items() if t not in self.sched_start]
+        return sum(d for d, _ in new), sum(n for _, n in new)
+
+
+WAKEUP_PROBE_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+static int turn = 0, n = 20000;
+static void *other(void *x) {
+  for (int i = 0; i < n; i++) {
+    pthread_mutex_lock(&m); while (turn != 1) pthread_cond_wait(&c, &m);
+    turn = 0; pthread_cond_signal(&c); pthread_mutex_unlock(&m);
+  }
+  return x;
+}
+int main(void) {
+  pthread_t t; struct timespec a, b;
+  pthread_create(&t, 0, other, 0);
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int i = 0; i < n; i++) {
+    pthread_mutex_lock(&m); turn = 1; pthread_cond_signal(&c);
+    while (turn != 0) pthread_cond_wait(&c, &m);
+    pthread_mutex_unlock(&m);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  pthread_join(t, 0);
+  printf("%.3f\n", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / n / 2 / 1000.0);
+  return 0;
+}
+"""
+
+
+def wakeup_probe(directory: str, rounds: int = 5) -> dict | None:
+    """The machine's thread wake-up latency (µs): two threads hand a turn back and forth through
+    a pthread condition variable, as MariaDB's threads do (`COND_rpl_thread`, the prior-commit
+    wake-up); one hand-off = half a round trip. Each thread blocks at every turn, so on an idle
+    core the wake-up pays the scheduler's (and a VM's halted-vCPU) latency. Needs a C compiler
+    (`cc`); None without one."""
+    import shutil
+    import subprocess
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return None
+    src, exe = os.path.join(directory, "wakeup-probe.c"), os.path.join(directory, "wakeup-probe")
+    with open(src, "w") as f:
+        f.write(WAKEUP_PROBE_C)
+    try:
+        subprocess.run([cc, "-O2", "-pthread", src, "-o", exe], check=True,
+                       capture_output=True, timeout=60)
+        vals = sorted(float(subprocess.run([exe], check=True, capture_output=True, text=True,
+                                           timeout=60).stdout) for _ in range(rounds))
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    finally:
+        for path in (src, exe):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    return {"rounds": rounds, "median_us": vals[len(vals) // 2], "min_us": vals[0],
+            "max_us": vals[-1]}
 
 
 def _spin(seconds: float, conn) -> None:

@@ -39,7 +39,7 @@ sys.path.insert(0, HERE)
 
 from record import _import_importers, sysbench_cmd  # noqa: E402
 from calib_fit import disturbed  # noqa: E402
-from calib_server import (CalibServer, ThreadSampler, cpu_shares, find_tools,  # noqa: E402
+from calib_server import (CalibServer, ThreadSampler, cpu_shares, find_tools, wakeup_probe,  # noqa: E402
                           cpu_probe, free_port, fsync_pattern_probe, fsync_probe, loadavg,
                           proc_stat, process_cpu)
 
@@ -63,7 +63,8 @@ COUNTERS = ("slave_retried_transactions", "binlog_commits", "binlog_group_commit
 RUN_FIELDS = ("round", "order", "purpose", "sync", "mode", "threads", "apply_s", "steal",
               "iowait", "host_busy", "load_before", "load_after", "replica_cpu_s",
               "new_thread_cpu_s", "repeated", "checksum_ok", "started_utc", "cpu_avail",
-              "fsync_ms") + tuple("d_" + c for c in COUNTERS)
+              "fsync_ms", "new_thread_run_delay_s", "new_thread_waits") + tuple(
+                  "d_" + c for c in COUNTERS)
 BASE_SETTINGS = {"binlog_format": "ROW", "binlog_row_image": "FULL",
                  "binlog_row_metadata": "FULL", "innodb_buffer_pool_size": "268435456",
                  "innodb_log_file_size": "50331648", "max_connections": "300"}
@@ -223,6 +224,7 @@ class Rig:
                     f"SELECT TIMESTAMPDIFF(MICROSECOND, @t0, NOW(6))", timeout=3700)
         stat1, cpu1 = proc_stat(), process_cpu(R.pid)
         used = sampler.stop()
+        run_delay, waits = sampler.new_threads_sched()
         if not until:
             R.sql("STOP SLAVE SQL_THREAD")
         load1 = loadavg()
@@ -244,7 +246,10 @@ class Rig:
                # no threads), busiest first: in the 1-thread fit run [worker, driver, ...]
                "new_thread_cpu_s": " ".join(f"{v:.3f}" for v in sampler.new_threads(used)[:8]),
                "checksum_ok": ok, "started_utc": utc, "cpu_avail": cpu_avail,
-               "fsync_ms": fsync_ms}
+               "fsync_ms": fsync_ms,
+               # the driver's and workers' time runnable without a core, and how often they
+               # blocked (lock, condition, sync): CPU-bound or latency-bound
+               "new_thread_run_delay_s": round(run_delay, 4), "new_thread_waits": waits}
         for c in COUNTERS:
             row["d_" + c] = int(c1.get(c, 0)) - int(c0.get(c, 0))
         return row
@@ -257,8 +262,12 @@ def _write_json(path: str, obj) -> None:
 
 
 def _meta(a, info, stats, t_start, load_start, n_runs, complete: bool, probes=None) -> dict:
+    probes = probes or {}
     return {
-        "fsync_probe": probes or {},
+        "fsync_probe": {k: v for k, v in probes.items() if not k.startswith("wakeup")},
+        # thread wake-up latency (µs, calib_server.wakeup_probe), at the start and at the end
+        "wakeup_probe": {k[len("wakeup_"):]: v for k, v in probes.items()
+                         if k.startswith("wakeup")},
         "measured_by": "traces/record/calibrate.py measure",
         "command": "python traces/record/calibrate.py " + " ".join(sys.argv[1:]),
         "complete": complete,
@@ -297,7 +306,8 @@ def cmd_measure(a) -> int:
 
     t_start = time.time()
     load_start = loadavg()
-    probes = {"start": fsync_probe(root), "start_patterns": fsync_pattern_probe(root)}
+    probes = {"start": fsync_probe(root), "start_patterns": fsync_pattern_probe(root),
+              "wakeup_start": wakeup_probe(root)}
     info = rig.setup()
     paths = info.pop("paths")
     trace_path = os.path.join(a.out, "trace.jsonl.gz")
@@ -359,6 +369,7 @@ def cmd_measure(a) -> int:
                    if row["repeated"] else ""))
     probes["end"] = fsync_probe(root)
     probes["end_patterns"] = fsync_pattern_probe(root)
+    probes["wakeup_end"] = wakeup_probe(root)
     meta = _meta(a, info, stats, t_start, load_start, n_runs, complete=True, probes=probes)
     _write_json(os.path.join(a.out, "meta.json"), meta)
     log(f"{n_runs} runs in {meta['total_s']} s; results in {a.out}")
