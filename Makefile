@@ -138,13 +138,12 @@ calibrate:
 	  --threads 48 --events 15000 $(CAL_COMMON)
 	$(MAKE) calibrate-report
 
-calibrate-report:
-	$(PY) traces/record/calibrate.py fit --out $(CAL_RW)
-	$(PY) traces/record/calibrate.py fit --out $(CAL_UI) --profiles ""
+calibrate-report: python-deps
+	$(PY) traces/record/fidelity.py fit-2core > /dev/null
 	for d in $(CAL_RW) $(CAL_UI); do \
 	  $(PY) traces/record/calibrate.py report --out $$d > /dev/null && cat $$d/report.md \
 	  || exit 1; done
-	$(MAKE) fidelity
+	cat traces/calibration/fidelity.md
 
 # Predicted against measured for both measured machines (docs/calibration.md): the stored fits,
 # the baselines and the ablations; fidelity-fit refits replica16 (Nelder-Mead over the

@@ -263,7 +263,56 @@ def markdown(r16_rows: list[dict], two_rows: list[dict]) -> str:
             "", _summary_table([r for r in two_rows if r["sync"] == "relaxed"], cols2,
                                title="relaxed only"),
             "", _best_w_lines(two_rows, ("workload", "sync", "mode"))]
+    relaxed = relaxed_threads_table()
+    if relaxed:
+        out += ["", "### The relaxed 2-core apply by thread count (measured, conservative)", "",
+                "Medians per transaction over the rounds: apply time, the replica process's CPU, "
+                "the cores it kept busy (CPU / time), the times the driver and its workers blocked "
+                "(voluntary context switches) and their time runnable without a core (run-queue "
+                "delay, `/proc/PID/task/*/schedstat`). `fit-only`: the calibration's fit runs and "
+                "`traces/calibration/relaxed_growth/` (the same workloads recorded again, W = 1, "
+                "3, 6); `predicted`: the configurations above.", "", *relaxed]
     return "\n".join(out) + "\n"
+
+
+GROWTH = os.path.join(CAL, "relaxed_growth")
+
+
+def relaxed_threads_table() -> list[str]:
+    """The relaxed conservative applies of the 2-core folders, per thread count (with the
+    run-queue columns only where the runs recorded them)."""
+    lines = ["| workload | W | runs | µs per transaction | CPU µs per transaction | busy cores "
+             "| blocking waits per transaction | run-queue delay µs per transaction |",
+             "|---|---|---|---|---|---|---|---|"]
+    found = False
+    for name in TWO_CORE:
+        per_w: dict[int, list] = {}
+        for folder, kind in ((os.path.join(CAL, name), None), (os.path.join(GROWTH, name),
+                                                               "fit-only")):
+            if not os.path.exists(os.path.join(folder, "runs.csv")):
+                continue
+            n = calib_fit.load_meta(folder)["trace"]["transactions"]
+            for r in calib_fit.load_runs(folder):
+                if r["sync"] != "relaxed" or r["mode"] not in ("-", "conservative"):
+                    continue
+                if str(r.get("repeated")) == "True" or not r.get("new_thread_waits"):
+                    continue
+                w = int(r["threads"])
+                label = kind or ("fit-only" if r.get("purpose") == "fit"
+                                 else "baseline" if w == 0 else "predicted")
+                per_w.setdefault(w, []).append((label, n, r))
+        for w in sorted(per_w):
+            found = True
+            runs = per_w[w]
+            med = lambda f: statistics.median(float(r[f]) * 1e6 / n for _, n, r in runs)
+            busy = statistics.median(float(r["replica_cpu_s"]) / float(r["apply_s"])
+                                     for _, _, r in runs)
+            waits = statistics.median(float(r["new_thread_waits"]) / n for _, n, r in runs)
+            kinds = sorted({k for k, _, _ in runs})
+            lines.append(f"| {name} | {w or 'serial'} | {len(runs)} ({', '.join(kinds)}) | "
+                         f"{med('apply_s'):.1f} | {med('replica_cpu_s'):.1f} | {busy:.2f} | "
+                         f"{waits:.2f} | {med('new_thread_run_delay_s'):.1f} |")
+    return lines if found else []
 
 
 def _config_table(rows, keys, cols) -> list[str]:
@@ -390,22 +439,33 @@ def cmd_fit(a) -> int:
     prof = replace(prof, band=_band(rows, "cv"))
     fit_json["profile"] = _profile_json(prof)
     _write_json(R16_FIT, fit_json)
+    calib_fit.merge_profiles(FITTED_PATH, [_profile_json(prof)])
+    refit_two_core()
+    return cmd_report(a)
+
+
+def refit_two_core() -> None:
+    """The 2-core profiles from their folders' serial and fit-only runs (with what they take from
+    the stored replica16 fit), their band from the residuals of the 2-core predictions (which
+    no fit uses), stored in the fitted-profiles file (durable-mariadb from the first folder)."""
     transfer = calib_fit.replica16_transfer(R16_FIT)
-    stored = [_profile_json(prof)]
+    stored = []
     for name in TWO_CORE:
         folder = os.path.join(CAL, name)
         result = calib_fit.fit(folder, transfer)
         _write_json(os.path.join(folder, "fit.json"), result)
         if name == TWO_CORE[0]:
-            stored += result["profiles"]
-    two = two_core_rows(progress=lambda s: None, ablations=False)
-    band2 = _band(two, "model")
-    for p in stored[1:]:
+            stored = result["profiles"]
+    band2 = _band(two_core_rows(progress=lambda s: None, ablations=False), "model")
+    for p in stored:
         p["band"] = list(band2)
         p["fitted_from"] = dict(p.get("fitted_from", {}), band="residuals of the 2-core "
                                 "predictions (10th-90th pct; fitted without them)")
-    for p in stored:
-        calib_fit.merge_profiles(FITTED_PATH, [p])
+    calib_fit.merge_profiles(FITTED_PATH, stored)
+
+
+def cmd_fit_two_core(a) -> int:
+    refit_two_core()
     return cmd_report(a)
 
 
@@ -452,8 +512,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("report", "fit"):
-        p = sub.add_parser(name)
+    for name in ("report", "fit", "fit-2core"):
+        p = sub.add_parser(name, help={
+            "report": "the tables from the stored fits",
+            "fit": "refit replica16 (+ its cross-validation folds), then the 2-core profiles",
+            "fit-2core": "refit the 2-core profiles only (after new 2-core measurements)"}[name])
         p.add_argument("--quick", action="store_true",
                        help="the first 2,000 transactions of each replica16 trace only")
         if name == "fit":
@@ -461,7 +524,7 @@ def main(argv=None) -> int:
             p.add_argument("--fit-subset", action="store_true", default=True,
                            help="search on 2,000 transactions per workload, report on all")
     a = ap.parse_args(argv)
-    return cmd_fit(a) if a.cmd == "fit" else cmd_report(a)
+    return {"fit": cmd_fit, "fit-2core": cmd_fit_two_core, "report": cmd_report}[a.cmd](a)
 
 
 if __name__ == "__main__":
