@@ -400,6 +400,7 @@ class RegimeBound:
     windows: int                   # 1 when the whole trace was solved at once
     windows_solved: int            # windows z3 finished; the others count by their heuristic
     kind: str
+    time_limit_reached: bool = False  # a solve hit its timeout or windows were left untried
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -444,7 +445,8 @@ def regime_bound(txns: Sequence, profile, workers: int, regime: str, *,
                                "exact optimum (z3)")
         lb = max(heur, float(sol.lower))
         return RegimeBound(regime, None, lb, work, span, False, round(seconds, 3), 1, 0,
-                           f"lower bound: max(work/W, span, what z3 proved in {timeout:g} s)")
+                           f"lower bound: max(work/W, span, what z3 proved in {timeout:g} s)",
+                           time_limit_reached=True)
     best = Fraction(0)
     solved = count = 0
     total = -(-len(txns) // window)
@@ -471,7 +473,8 @@ def regime_bound(txns: Sequence, profile, workers: int, regime: str, *,
                        f"transaction, optimum of each window of {window} consecutive "
                        f"transactions; {solved} of {total} windows solved"
                        + (f", {total - count} not tried within the time budget)"
-                          if count < total else ")"))
+                          if count < total else ")"),
+                       time_limit_reached=solved < total)
 
 
 def bounds(txns: Sequence, profile, workers: int, *, regimes: Sequence[str] = REGIMES,
