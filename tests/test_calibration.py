@@ -223,3 +223,19 @@ def test_calibration_pipeline_end_to_end(tmp_path):
         ("durable", "0"), ("durable", "2"), ("relaxed", "0"), ("relaxed", "2")}
     assert all(float(p["predicted_speedup"]) > 0 for p in pred)
     assert (out / "speedup.svg").read_text().startswith("<svg")
+
+
+def test_exec_per_row_is_solved_from_two_workloads(monkeypatch):
+    """Two folders' serial execution per transaction and their mean rows: the line through
+    both (48.5 us at 4 rows, 23.2 at 1: 14.77 + 8.43 per row); none when it cannot be told."""
+    rows = {"a": 4.0, "b": 1.0, "c": 1.2, "d": 9.0}
+    monkeypatch.setattr(calib_fit, "mean_rows", rows.__getitem__)
+
+    def fits(*execs):
+        return [{"fit": {"per_txn_us": {"exec": e}}} for e in execs]
+    base, per_row = calib_fit.exec_per_row(["a", "b"], fits(48.5, 23.2))
+    assert per_row == pytest.approx(25.3 / 3) and base == pytest.approx(23.2 - 25.3 / 3)
+    assert base + 4 * per_row == pytest.approx(48.5)
+    assert calib_fit.exec_per_row(["b", "c"], fits(23.2, 30.0)) is None   # rows alike
+    assert calib_fit.exec_per_row(["a", "d"], fits(48.5, 20.0)) is None   # negative per row
+    assert calib_fit.exec_per_row(["a"], fits(48.5)) is None

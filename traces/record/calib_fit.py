@@ -92,6 +92,34 @@ def mean_events(folder: str) -> float:
     return sum(counts) / len(counts)
 
 
+def mean_rows(folder: str) -> float:
+    """Mean rows changed per transaction of the folder's trace (`profiles.txn_rows`)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from record import _import_importers
+    _import_importers()
+    from commitsched.profiles import txn_rows
+    from commitsched.trace import iter_trace
+    _, txns = iter_trace(os.path.join(folder, "trace.jsonl.gz"))
+    counts = [txn_rows(t) for t in txns]
+    return sum(counts) / len(counts)
+
+
+def exec_per_row(folders: list[str], fits: list[dict]) -> tuple[float, float] | None:
+    """Execution per transaction and per row changed, solved from two folders' serial execution
+    (`fit()`'s per-transaction `exec`, relaxed serial minus the driver) and their mean rows: two
+    workloads, two unknowns. None when they change about as many rows, or the line would need a
+    negative cost."""
+    if len(folders) < 2:
+        return None
+    pts = sorted((mean_rows(f), fit["fit"]["per_txn_us"]["exec"]) for f, fit in zip(folders, fits))
+    (r0, e0), (r1, e1) = pts[0], pts[-1]
+    if r1 - r0 < 0.5:
+        return None
+    slope = (e1 - e0) / (r1 - r0)
+    base = e0 - slope * r0
+    return (base, slope) if slope >= 0 and base >= 0 else None
+
+
 REPLICA16_FIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              "calibration", "replica16", "fit.json")
 
