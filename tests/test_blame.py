@@ -317,6 +317,12 @@ def test_split_check_report_arithmetic(tmp_path):
     assert "slow" not in out["states"]        # no serial run had a slow fsync probe
     # example 2 on 4 threads: seq 5 queues behind seq 1 (commit 10), seq 9 behind seq 5: 12
     assert allruns["scored"]["whole"] == pytest.approx(18 / 12, abs=1e-3)
+    # the docs' table: the serial row, then one per configuration, printed from these figures
+    md = sc.markdown_table(out).splitlines()
+    assert len(md) == 4
+    assert md[2].startswith("| serial | 1 | 1.100 (-, -) [1.10, 1.10] | 1.000 / 1.000")
+    assert md[3].startswith("| optimistic | 4 | 0.900 (-, -) [0.80, 1.00] |")
+    assert "| +23.8% (-, -) | 2 / 0 (p 0.5) |" in md[3]
 
 
 def test_split_check_paired_interval_and_sign_test():

@@ -395,6 +395,41 @@ def _pct(x) -> str:
     return "?" if x is None else f"{100 * x:+.1f}%"
 
 
+def _signed_pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.1f}%".replace("-", "\u2212")
+
+
+def markdown_table(out: dict) -> str:
+    """The docs' table (docs/blame.md, "The real-replica check"), printed from the figures."""
+    def r3(x):
+        return f"{x:.3f}"
+
+    def r2(x):
+        return "-" if x is None else f"{x:.2f}"
+    ps = out["predicted_serial_ratio"]
+    lo, hi = out["paired_serial_ci95"]
+    mn, mx = out["paired_serial_range"]
+    lines = ["| mode | threads | split apply / whole apply: median (95% interval) [min, max] "
+             "| predicted (what-if / recordings) | speedup change, per round: median (95% "
+             "interval) | rounds with the change up / down (sign test p) | predicted change "
+             "(what-if / recordings) |", "|---|---|---|---|---|---|---|",
+             f"| serial | 1 | {r3(out['paired_serial_ratio'])} ({r2(lo)}, {r2(hi)}) "
+             f"[{r2(mn)}, {r2(mx)}] | {r3(ps['whatif'])} / {r3(ps['scored'])} | | | |"]
+    for row in out["paired"]:
+        lo, hi = row["ratio_ci95"]
+        mn, mx = row["ratio_range"]
+        cl, ch = row["change_ci95"]
+        st = row["sign_test"]
+        pa = row["predicted_apply_ratio"]
+        lines.append(
+            f"| {row['mode']} | {row['threads']} | {r3(row['apply_ratio'])} ({r2(lo)}, {r2(hi)}) "
+            f"[{r2(mn)}, {r2(mx)}] | {r3(pa['whatif'])} / {r3(pa['scored'])} | "
+            f"{_signed_pct(row['speedup_change'])} ({_signed_pct(cl)}, {_signed_pct(ch)}) | "
+            f"{st['above']} / {st['below']} (p {st['p']:.2g}) | "
+            f"{_signed_pct(row['predicted_whatif'])} / {_signed_pct(row['predicted_scored'])} |")
+    return "\n".join(lines)
+
+
 def print_report(out: dict) -> None:
     t = out["transactions"]
     print(f"whole: {t['whole']} transactions ({t['whole_multi_row']} multi-row), split: "
@@ -484,6 +519,8 @@ def main(argv=None) -> int:
                    "replicas' durability in runs.csv")
     r.add_argument("--chunks", type=int, default=4)
     r.add_argument("--json", action="store_true")
+    r.add_argument("--markdown", action="store_true",
+                   help="only the paired table, as docs/blame.md shows it")
     a = ap.parse_args(argv)
     if a.cmd == "measure":
         for opt, kvs in (("--primary-setting", a.primary_setting),
@@ -501,6 +538,8 @@ def main(argv=None) -> int:
         return 2
     if a.json:
         print(json.dumps(out, indent=1))
+    elif a.markdown:
+        print(markdown_table(out))
     else:
         print_report(out)
     return 0
