@@ -7,7 +7,9 @@ For every entry, independently:
 - `properties`: a hypothesis search (`find`, derandomized, shrunk) for a small trace and worker
   count on which the Python model with the flag on violates one of the entry's properties
   (a deadlock for `NoDeadlock`) while the same case without the flag violates none, so the
-  flag is the cause. Applies to every entry.
+  flag is the cause. Applies to every entry. An entry the scheduler simulator cannot inject
+  (`bugs.NOT_IN_SIMULATOR`) is searched in its own Python state machine instead (EXPLORERS):
+  every reachable state, smallest model first, with and without the flag.
 - `trace_validation`: the flagged simulator's schedule on the shrunk counterexample, plus a
   batch of further drawn cases, checked against the *correct* applier spec; caught when one
   is rejected. Applies to applier bugs only: a tracker bug changes the annotation, which the
@@ -72,6 +74,13 @@ SEARCHES: dict[str, Search] = {
     # the ticket wraps after 2^31 transactions in the server: every second one here
     "ticket_overflow": Search("commit_order+mysql", PLAIN_DML,
                               applier_options={"ticket_wrap": 2}),
+}
+
+
+# Entries of bugs.NOT_IN_SIMULATOR: the Python state machine that carries the flag, a module
+# with `find_violation(bug, props)` -> (transactions, property, behaviour) or None.
+EXPLORERS: dict[str, str] = {
+    "retry_ignores_prior_error": "commitsched.stop_mariadb",
 }
 
 
@@ -235,8 +244,23 @@ def violations(bug: str | None, search: Search, trace, workers: int, props) -> l
     return [p for p in props if p != "NoDeadlock" and properties.check(p, runs, len(trace))]
 
 
-def properties_column(bug: str, search: Search, props, examples: int):
+def explorer_column(bug: str, props):
+    """The properties column of an EXPLORERS entry: (caught, detail, (transactions, threads)
+    of the smallest counterexample, or None)."""
+    import importlib
+    module = importlib.import_module(EXPLORERS[bug])
+    found = module.find_violation(bug, tuple(p for p in props))
+    if found is None:
+        return False, f"{EXPLORERS[bug]}: no reachable violation", None
+    n, prop, steps = found
+    return (True, f"{EXPLORERS[bug]} N={n}: {prop} after {len(steps) - 1} steps",
+            (list(range(1, n + 1)), n))
+
+
+def properties_column(bug: str, search: Search | None, props, examples: int):
     """(caught, detail, counterexample (trace, workers) or None)."""
+    if bug in EXPLORERS:
+        return explorer_column(bug, props)
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
 
@@ -316,7 +340,7 @@ def run(*, only: list[str] | None = None, examples: int | None = None,
     if unknown:
         raise MutantsError(f"unknown entry {', '.join(unknown)}; the catalogue: "
                            f"{', '.join(CATALOGUE)}")
-    missing = [n for n in names if n not in SEARCHES]
+    missing = [n for n in names if n not in SEARCHES and n not in EXPLORERS]
     if missing:
         raise MutantsError(f"no property search defined for {', '.join(missing)} "
                            f"(checks/mutants.py SEARCHES)")
@@ -325,7 +349,7 @@ def run(*, only: list[str] | None = None, examples: int | None = None,
     rows = []
     for n, name in enumerate(names, 1):
         where, _, props = CATALOGUE[name]
-        search = SEARCHES[name]
+        search = SEARCHES.get(name)
         started = time.monotonic()
         applies = ["tlc", "properties"] + (["trace_validation"] if name in APPLIER_BUGS else [])
         row = Row(name, where, applies=tuple(applies))
@@ -380,4 +404,4 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["SEARCHES", "Search", "Row", "MutantsError", "run", "table", "z3_hook"]
+__all__ = ["SEARCHES", "EXPLORERS", "Search", "Row", "MutantsError", "run", "table", "z3_hook"]

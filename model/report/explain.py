@@ -15,7 +15,9 @@ from ..checks.tla_values import format_value, value_key
 from .figures import esc, svg_open
 
 STATE_COLOURS = {"queued": "#ffffff", "dispatched": "#d9d9d9", "executing": "#0072B2",
-                 "ready": "#E69F00", "committed": "#009E73"}
+                 "ready": "#E69F00", "committed": "#009E73",
+                 # MCMariaDBStop.tla: worker_error set / finished with an error
+                 "failing": "#D55E00", "failed": "#8B0000"}
 OTHER_COLOUR = "#CC79A7"
 KIND_TEXT = {"invariant": "invariant", "action_property": "action property",
              "temporal": "temporal property", "deadlock": "deadlock"}
