@@ -562,7 +562,7 @@ def _fast_batch(chunk: bytes | memoryview, newlines: int, check: _OrderCheck) ->
     if not batch:
         return batch
     keys = "\0".join(itertools.chain.from_iterable(map(_writes_of, batch)))
-    if keys and not _keys_ok(keys):
+    if (keys or any(map(_writes_of, batch))) and not _keys_ok(keys):   # "": no key, or [""]
         return None
     if not _order_ok(batch, check.prev):
         return None

@@ -235,6 +235,8 @@ _BATCHES = {
     "key without .": [_row(1), json.dumps({"seq": 2, "writes": ["dt/PRIMARY=1"]})],
     "key with NUL": [json.dumps({"seq": 1, "writes": ["d.t/P=1\u0000x.y/P=2", "d.t/P\u0000=1"]})],
     "empty key": [json.dumps({"seq": 1, "writes": ["d.t/P=1", ""]})],
+    "the only key empty": [json.dumps({"seq": 1, "writes": [""]}), _row(2)],
+    "only empty keys": [json.dumps({"seq": 1, "writes": [""]})],
     "no writes": [json.dumps({"seq": 1, "writes": []}), _row(2)],
 }
 
