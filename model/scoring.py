@@ -5,7 +5,7 @@ import math
 import multiprocessing as mp
 import os
 import sys
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from .metrics import RunMetrics, bound_for, heuristic_bounds
 from .profiles import Profile
@@ -55,14 +55,17 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
                 applier_options: dict | None = None,
                 progress: Callable[[str], None] = lambda s: None,
                 skip_unfit: bool = True, z3_bound: str = "auto",
-                z3_timeout: float = 10.0, jobs: int = 1) -> list[dict]:
+                z3_timeout: float = 10.0, jobs: int = 1,
+                bounds: dict[int, dict] | None = None) -> list[dict]:
     """One result per (scheduler, workers); `serial` once, with one worker. `trace` has
     `.txns()` (a fresh iterator per call) and `.count`. A scheduler the trace cannot feed (e.g.
     commit_id without commit ids) is skipped with a note on stderr when `skip_unfit`.
     `z3_bound` ("auto" | "on" | "off"): score against z3's optimum
     of the scheduler's regime instead of the heuristic bound (`bound.exact` says which), each
     solve capped at `z3_timeout` seconds. `jobs` > 1: the (scheduler, W) runs, independent
-    of each other, run in that many processes; the results are the same, in the same order."""
+    of each other, run in that many processes; the results are the same, in the same order.
+    `bounds`: the heuristic bounds by W (`heuristic_bounds`) when the caller has them already;
+    computed here otherwise (`heuristic_bounds_by_w`)."""
     z3_mode, z3_cap = z3_bound, z3_timeout
     z3_cache: dict = {}
     names = list(schedulers or DEFAULT_SCHEDULERS)
@@ -75,8 +78,10 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
     if not math.isfinite(serial_makespan):
         raise SimulationError(f"the trace's costs add up to {serial_makespan} µs under profile "
                               f"{profile.name}, beyond what a float holds: nothing to score")
-    progress("bounds")
-    base_bounds = {w: heuristic_bounds(trace.txns(), profile, w) for w in sorted(set(workers))}
+    if bounds is None:
+        progress("bounds")
+        bounds = heuristic_bounds_by_w(trace, profile, workers, jobs)
+    base_bounds = bounds
     # The runs, in table order; their bounds first (z3 is solved once per (W, regime)).
     runs = []
     for sched in parsed:
@@ -113,9 +118,6 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
     return results
 
 
-_SWEEP: tuple = ()     # (trace, common) for the forked workers of a parallel sweep
-
-
 def _run_one(trace, sched, w: int, bound: dict, tracker_opts: dict, common: tuple) -> tuple:
     """One (scheduler, W) run: ("ok", result) or ("unfit" | "deadlock", what went wrong)."""
     profile, bugs, applier_options, serial_makespan = common
@@ -131,9 +133,15 @@ def _run_one(trace, sched, w: int, bound: dict, tracker_opts: dict, common: tupl
                                 serial_makespan=serial_makespan, bound=bound)
 
 
-def _run_forked(run: tuple) -> tuple:
-    trace, common = _SWEEP
-    return _run_one(trace, *run, common)
+_FORK: tuple = ()      # (fn, items) of the fork_map in progress, for its forked workers
+
+
+def _fork_call(i: int) -> tuple[bool, object]:
+    fn, items = _FORK
+    try:
+        return True, fn(items[i])
+    except Exception:       # not sent back: an exception need not pickle (TraceError does not)
+        return False, None
 
 
 def _quiet_worker_signals() -> None:
@@ -144,23 +152,45 @@ def _quiet_worker_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _sweep(trace, runs: list, common: tuple, jobs: int):
-    """Yield (scheduler, W, outcome) in the order of `runs`, computed `jobs` at a time. Worker
-    processes are forked, so they share the loaded trace instead of receiving a copy."""
-    if jobs <= 1 or len(runs) <= 1 or "fork" not in mp.get_all_start_methods():
-        for sched, w, bound, opts in runs:
-            yield sched, w, _run_one(trace, sched, w, bound, opts, common)
+def fork_map(fn: Callable, items: Sequence, jobs: int) -> Iterator:
+    """fn(item) for each item, in order, computed `jobs` at a time in forked processes (lazily:
+    each result as soon as it and those before it are done). The workers are forked, so `fn`
+    and the items (closures, a loaded trace) are inherited, never pickled: only each item's
+    index goes to a worker and only fn's result (which must pickle) comes back. An item whose
+    fn raised in a worker is run again here, to raise the same exception as one job would.
+    With one job, one item, or no fork on this platform, it runs here. Forking copies no other
+    thread, so the caller must not hold a lock that a thread of its own may hold (the trace
+    loader reads gzip in this thread for that reason: model/trace.py); and fn must not fork
+    again (a pool's workers may not have children)."""
+    items = list(items)
+    if jobs <= 1 or len(items) <= 1 or "fork" not in mp.get_all_start_methods():
+        for item in items:
+            yield fn(item)
         return
-    global _SWEEP
-    _SWEEP = (trace, common)
+    global _FORK
+    outer, _FORK = _FORK, (fn, items)
     try:
-        with mp.get_context("fork").Pool(min(jobs, len(runs)),
+        with mp.get_context("fork").Pool(min(jobs, len(items)),
                                          initializer=_quiet_worker_signals) as pool:
-            outcomes = pool.imap(_run_forked, runs)
-            for (sched, w, _, _), outcome in zip(runs, outcomes):
-                yield sched, w, outcome
+            for i, (ok, value) in enumerate(pool.imap(_fork_call, range(len(items)))):
+                yield value if ok else fn(items[i])
     finally:
-        _SWEEP = ()
+        _FORK = outer
+
+
+def _sweep(trace, runs: list, common: tuple, jobs: int):
+    """Yield (scheduler, W, outcome) in the order of `runs`, computed `jobs` at a time."""
+    outcomes = fork_map(lambda run: _run_one(trace, *run, common), runs, jobs)
+    for (sched, w, _, _), outcome in zip(runs, outcomes):
+        yield sched, w, outcome
+
+
+def heuristic_bounds_by_w(trace, profile: Profile, workers: Sequence[int],
+                          jobs: int = 1) -> dict[int, dict]:
+    """`heuristic_bounds` for each worker count (one pass over the trace each, `jobs` at a
+    time), keyed by W in increasing order."""
+    ws = sorted(set(workers))
+    return dict(zip(ws, fork_map(lambda w: heuristic_bounds(trace.txns(), profile, w), ws, jobs)))
 
 
 def default_jobs() -> int:

@@ -34,3 +34,23 @@ def test_score_cli_jobs_flag_changes_nothing(tmp_path):
         assert r.returncode == 0, r.stderr
         outs.append(r.stdout)
     assert outs[0] == outs[1]
+
+
+def test_fork_map_keeps_order_and_raises_as_one_job_would():
+    from commitsched.scoring import fork_map
+    from commitsched.trace import TraceError
+    seen = {"offset": 10}                       # a closure: inherited by the fork, not pickled
+
+    def f(x):
+        if x == 5:
+            raise TraceError("t.jsonl", 7, "bad")   # does not pickle: rerun in the parent
+        return x + seen["offset"]
+    assert list(fork_map(f, range(5), 2)) == [10, 11, 12, 13, 14]
+    assert list(fork_map(f, range(5), 1)) == [10, 11, 12, 13, 14]
+    for jobs in (1, 2):
+        try:
+            list(fork_map(f, range(8), jobs))
+        except TraceError as e:
+            assert str(e) == "t.jsonl:7: bad"
+        else:
+            raise AssertionError("no TraceError")

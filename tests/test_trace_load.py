@@ -195,3 +195,70 @@ def test_fast_path_shares_flag_sets(tmp_path):
             for i in range(1, 4)]
     txns = load_trace(write_bytes(tmp_path, (HEADER + "\n" + "\n".join(rows) + "\n").encode())).txns
     assert txns[0].flags is txns[2].flags == frozenset({"transactional", "allow_parallel"})
+
+
+def _row(seq, **kw):
+    return json.dumps({"seq": seq, "writes": [f"d.t/PRIMARY={seq}"], **kw})
+
+
+# Whole-batch checks (`_order_ok`, the row-key form's quick comparison) against the careful
+# path, on batches a line at a time cannot show: rotations inside a batch, clocks that reset
+# or go back, mixed clocks, keys whose values hold the form characters.
+_BATCHES = {
+    "clock": [_row(i, last_committed=i - 1, sequence_number=i) for i in range(1, 9)],
+    "rotation resets the clock": [_row(1, last_committed=0, sequence_number=5),
+                                  _row(2, last_committed=5, sequence_number=6),
+                                  _row(3, file=2, last_committed=0, sequence_number=1),
+                                  _row(4, file=2, last_committed=1, sequence_number=2)],
+    "clock goes back in a file": [_row(1, last_committed=0, sequence_number=5),
+                                  _row(2, last_committed=0, sequence_number=5)],
+    "clock goes back after a rotation": [_row(1, last_committed=0, sequence_number=5),
+                                         _row(2, file=2, last_committed=0, sequence_number=3),
+                                         _row(3, file=2, last_committed=0, sequence_number=3)],
+    "file goes back": [_row(1, file=2), _row(2, file=3), _row(3, file=2)],
+    "lc not below sn": [_row(1, last_committed=0, sequence_number=1),
+                        _row(2, last_committed=2, sequence_number=2)],
+    "lc without sn": [_row(1), _row(2, last_committed=1)],
+    "sn without lc": [_row(1, last_committed=0, sequence_number=1), _row(2, sequence_number=2)],
+    "mixed clocks": [_row(1, last_committed=0, sequence_number=1), _row(2),
+                     _row(3, last_committed=1, sequence_number=3)],
+    "swapped halves": [_row(1, last_committed=0), _row(2, sequence_number=2)],
+    "seq gap": [_row(1), _row(2), _row(4)],
+    "seq repeat": [_row(1), _row(2), _row(2)],
+    "before image outside writes": [_row(1), _row(2, before_images=["d.t/UK=9"])],
+    "before image inside writes": [_row(1), _row(2, before_images=["d.t/PRIMARY=2"])],
+    "write_set_size too small": [_row(1, write_set_size=1), _row(2, write_set_size=0)],
+    "write_set_size": [_row(1, write_set_size=2), _row(2)],
+    "keys with . / = in values": [json.dumps({"seq": 1, "writes": ["d.t/UK=a.b", "d.t/K=x/y=z",
+                                                                   "d.t/UK==", "e.f.g/P=1"]})],
+    "key without =": [_row(1), json.dumps({"seq": 2, "writes": ["d.t/PRIMARY=1", "d.t/K"]})],
+    "key without .": [_row(1), json.dumps({"seq": 2, "writes": ["dt/PRIMARY=1"]})],
+    "key with NUL": [json.dumps({"seq": 1, "writes": ["d.t/P=1\u0000x.y/P=2", "d.t/P\u0000=1"]})],
+    "empty key": [json.dumps({"seq": 1, "writes": ["d.t/P=1", ""]})],
+    "the only key empty": [json.dumps({"seq": 1, "writes": [""]}), _row(2)],
+    "only empty keys": [json.dumps({"seq": 1, "writes": [""]})],
+    "no writes": [json.dumps({"seq": 1, "writes": []}), _row(2)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BATCHES))
+def test_whole_batch_checks_agree_with_the_careful_path(tmp_path, name):
+    lines = _BATCHES[name]
+    path = write_bytes(tmp_path, (HEADER + "\n" + "\n".join(lines) + "\n").encode())
+    try:
+        expected = careful(lines)
+    except TraceError as e:
+        got = refusal(path)
+        assert (got.line, got.reason) == (e.line, e.reason)
+    else:
+        assert [t.to_json() for t in load_trace(path).txns] == [t.to_json() for t in expected]
+
+
+def test_fast_path_takes_a_good_batch_whole(tmp_path, monkeypatch):
+    """A good trace never needs the careful path (it would only cost time)."""
+    monkeypatch.setattr(T, "_careful_batch", lambda *a: pytest.fail("careful path used"))
+    lines = ([_row(i, last_committed=i - 1, sequence_number=i, flags=["ddl"])
+              for i in range(1, 50)]
+             + [_row(i, file=2, last_committed=0, sequence_number=i - 48) for i in range(50, 60)])
+    path = write_bytes(tmp_path, (HEADER + "\n" + "\n".join(lines) + "\n").encode())
+    assert len(load_trace(path).txns) == 59

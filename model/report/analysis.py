@@ -7,10 +7,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..metrics import RunMetrics, heuristic_bounds
+from ..metrics import RunMetrics
 from ..profiles import Profile
 from ..schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler, run_scheduler
-from ..scoring import score_trace
+from ..scoring import fork_map, heuristic_bounds_by_w, score_trace
 from ..simcore import COORDINATOR_CAUSES, SimulationError
 from ..trackers import TrackerError, get_tracker
 from .gantt import idle_time, is_barrier, segments, window_bounds
@@ -223,8 +223,11 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                  tracker_options: Callable[[str | None], dict] = lambda t: {},
                  applier_options: dict | None = None, bugs: frozenset = frozenset(),
                  whatif: bool = True, progress: Callable[[str], None] = lambda s: None,
-                 wait_counts: Sequence[int] = WAIT_COUNTS) -> Report:
-    """`trace` has `.txns()`, `.count`, `.source` (commitsched.cli.TraceSource)."""
+                 wait_counts: Sequence[int] = WAIT_COUNTS, jobs: int = 1) -> Report:
+    """`trace` has `.txns()`, `.count`, `.source` (commitsched.cli.TraceSource). `jobs` > 1:
+    the independent simulation runs (the scaling sweep's (scheduler, W) runs, the bounds per
+    W, then the schedule windows, the blame section and the what-ifs side by side) run in that
+    many forked processes (scoring.fork_map); the report is the same, byte for byte."""
     workers = sorted(set(workers))
     applier_options = dict(applier_options or {})
     names = list(dict.fromkeys(["serial", *(schedulers or DEFAULT_SCHEDULERS)]))
@@ -240,13 +243,14 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     skipped = {}
     if not schedulers:   # leave out what the trace cannot feed, and say so in the report
         names, skipped = fitting(trace, names, tracker_options)
+    stage("bounds")
+    bounds = heuristic_bounds_by_w(trace, profile, workers, jobs)   # once, for both uses
     results = score_trace(trace, names, workers, profile, bugs=bugs,
                           tracker_options=tracker_options, applier_options=applier_options,
-                          progress=sub_progress("scaling"), skip_unfit=not schedulers)
+                          progress=sub_progress("scaling"), skip_unfit=not schedulers,
+                          jobs=jobs, bounds=bounds)
     serial = next(r for r in results if r["scheduler"] == "serial")
     ran = list(dict.fromkeys(r["scheduler"] for r in results))
-    stage("bounds")
-    bounds = {w: heuristic_bounds(trace.txns(), profile, w) for w in workers}
     bound_speedup = {w: {"in_order": round(serial["makespan"] / b["bound_in_order"], 6)
                          if b["bound_in_order"] else None,
                          "free": round(serial["makespan"] / b["bound_free"], 6)
@@ -273,7 +277,6 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
         "tracker_shapes": shapes, "skipped": skipped,
     }
 
-    windows = []
     picks = []
     if rec.get("best"):
         b = rec["best"]
@@ -281,34 +284,56 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                       "recommended worker count"))
         if default and default != b["scheduler"]:
             picks.append((default, b["recommended_workers"], "server default, same workers"))
-    lo = hi = None
-    for name, w, role in picks:
-        stage(f"schedule window {name} W={w}")
-        opts = dict(bugs=bugs, tracker_options=tracker_options(parse_scheduler(name).tracker),
-                    applier_options=applier_options)
-        if lo is None:
-            lo, hi = _window_bounds(trace, name, w, profile, window, window_start, opts)
-        # Only the window's runs are kept: a long trace's schedule is never held in memory.
-        sel: list = []
-        run_scheduler(name, trace.txns(), w, profile,
-                      lambda r: sel.append(r) if lo <= r.seq <= hi else None, **opts)
-        sel.sort(key=lambda r: r.seq)
-        windows.append(Window(name, w, sel, profile.group_sync, role))
-    data["windows"] = [window_json(w) for w in windows]
 
-    if picks:
+    # The rest is three independent pieces of work, each a few simulation runs: side by side
+    # with jobs > 1 (the forked workers report no progress of their own: the parent names each
+    # piece as it is done).
+    quiet = progress if jobs <= 1 else (lambda s: None)
+
+    def schedule_windows() -> list[Window]:
+        windows = []
+        lo = hi = None
+        for name, w, role in picks:
+            quiet(f"schedule window {name} W={w}")
+            opts = dict(bugs=bugs, tracker_options=tracker_options(parse_scheduler(name).tracker),
+                        applier_options=applier_options)
+            if lo is None:
+                lo, hi = _window_bounds(trace, name, w, profile, window, window_start, opts)
+            # Only the window's runs are kept: a long trace's schedule is never held in memory.
+            sel: list = []
+            run_scheduler(name, trace.txns(), w, profile,
+                          lambda r: sel.append(r) if lo <= r.seq <= hi else None, **opts)
+            sel.sort(key=lambda r: r.seq)
+            windows.append(Window(name, w, sel, profile.group_sync, role))
+        return windows
+
+    def blame() -> dict:
         from .blame_section import blame_section
         name, w, _ = picks[-1]          # the server default when it differs from the best
-        stage(f"blame {name} W={w}")
-        data["blame"] = blame_section(
-            trace, profile, name, w,
-            tracker_options=tracker_options(parse_scheduler(name).tracker),
-            applier_options=applier_options, bugs=bugs, whatif=whatif)
+        quiet(f"blame {name} W={w}")
+        return blame_section(trace, profile, name, w,
+                             tracker_options=tracker_options(parse_scheduler(name).tracker),
+                             applier_options=applier_options, bugs=bugs, whatif=whatif)
 
-    if whatif:
-        data["whatif"] = _whatif(trace, profile, workers, names, rec, default, mariadb,
-                                 tracker_options, applier_options, bugs, progress, threshold,
-                                 wait_counts, results)
+    def whatifs() -> dict:
+        return _whatif(trace, profile, workers, names, rec, default, mariadb, tracker_options,
+                       applier_options, bugs, quiet, threshold, wait_counts, results)
+
+    # the longest first, so that two processes finish together
+    pieces = {"blame": blame if picks else None, "what-ifs": whatifs if whatif else None,
+              "schedule windows": schedule_windows}
+    todo = [(k, f) for k, f in pieces.items() if f is not None]
+    done = {}
+    for (key, _), value in zip(todo, fork_map(lambda kf: kf[1](), todo, jobs)):
+        if jobs > 1:
+            progress(f"{key} done")
+        done[key] = value
+    windows = done["schedule windows"]
+    data["windows"] = [window_json(w) for w in windows]
+    if "blame" in done:
+        data["blame"] = done["blame"]
+    if "what-ifs" in done:
+        data["whatif"] = done["what-ifs"]
     return Report(data, windows)
 
 

@@ -53,6 +53,7 @@ def write_report(report, out_dir: str, fmt: str) -> list[str]:
 def cmd_report(args) -> int:
     from ..cli import (Progress, TraceSource, UsageError, _applier_options, _bugs,
                        _mysql_defaults, _mysql_schedulers, _profile, _tracker_options)
+    from ..scoring import default_jobs
     from .analysis import build_report
     if not args.output and not args.json:
         raise UsageError("report: give -o DIR (a page) or --json (the numbers on stdout)")
@@ -72,7 +73,8 @@ def cmd_report(args) -> int:
                           window=args.window, window_start=args.window_start,
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), bugs=_bugs(args),
-                          whatif=not args.no_whatif, progress=progress)
+                          whatif=not args.no_whatif, progress=progress,
+                          jobs=args.jobs if args.jobs is not None else default_jobs())
     if mysql is not None:
         report.data["mysql"] = dict(mysql.to_json(), origin=args.mysql_origin,
                                     text=mysql.describe())
@@ -117,7 +119,7 @@ def cmd_explain(args) -> int:
 
 
 def add_subcommands(sub, add_model_options) -> None:
-    from ..cli import SCHEDULER_HELP, _add_mysql_option, _workers
+    from ..cli import SCHEDULER_HELP, _add_mysql_option, _positive_int, _workers
     from ..profiles import DEFAULT_PROFILE
     r = sub.add_parser(
         "report", help="an HTML (or Markdown) report of a trace: workers, tracking, waits, "
@@ -149,6 +151,11 @@ def add_subcommands(sub, add_model_options) -> None:
     r.add_argument("--no-whatif", action="store_true",
                    help="skip the what-if sweeps (durability, commit wait count)")
     r.add_argument("--quiet", action="store_true", help="no progress line")
+    r.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                   help="run the independent simulation runs (the (scheduler, W) sweep, then "
+                        "the schedule windows, the blame section and the what-ifs) in N "
+                        "processes (default: one per usable core); the report does not "
+                        "depend on it")
     add_model_options(r)
     _add_mysql_option(r)
     r.set_defaults(func=cmd_report, profile=DEFAULT_PROFILE)
