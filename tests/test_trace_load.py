@@ -59,6 +59,20 @@ _field_values = {
 }
 
 
+def assert_loads_as_the_careful_path(path, lines):
+    """The loader accepts what the careful line-by-line path accepts, with the same
+    transactions, and refuses the rest at the same line for the same reason."""
+    try:
+        expected = careful(lines)
+    except TraceError as e:
+        got = refusal(path)
+        assert (got.line, got.reason) == (e.line, e.reason)
+    else:
+        got = load_trace(path).txns
+        assert [t.to_json() for t in got] == [t.to_json() for t in expected]
+        assert [type(t.exec) for t in got] == [type(t.exec) for t in expected]
+
+
 @st.composite
 def txn_lines(draw):
     n = draw(st.integers(1, 6))
@@ -87,15 +101,7 @@ def test_fast_loader_accepts_and_refuses_as_the_careful_one(tmp_path_factory, li
     else:
         with open(path, "wb") as fh:
             fh.write(body)
-    try:
-        expected = careful(lines)
-    except TraceError as e:
-        got = refusal(path)
-        assert (got.line, got.reason) == (e.line, e.reason)
-    else:
-        got = load_trace(path).txns
-        assert [t.to_json() for t in got] == [t.to_json() for t in expected]
-        assert [type(t.exec) for t in got] == [type(t.exec) for t in expected]
+    assert_loads_as_the_careful_path(path, lines)
 
 
 def test_chunks_keep_line_numbers_across_blocks(tmp_path, monkeypatch):
@@ -245,13 +251,7 @@ _BATCHES = {
 def test_whole_batch_checks_agree_with_the_careful_path(tmp_path, name):
     lines = _BATCHES[name]
     path = write_bytes(tmp_path, (HEADER + "\n" + "\n".join(lines) + "\n").encode())
-    try:
-        expected = careful(lines)
-    except TraceError as e:
-        got = refusal(path)
-        assert (got.line, got.reason) == (e.line, e.reason)
-    else:
-        assert [t.to_json() for t in load_trace(path).txns] == [t.to_json() for t in expected]
+    assert_loads_as_the_careful_path(path, lines)
 
 
 def test_fast_path_takes_a_good_batch_whole(tmp_path, monkeypatch):
