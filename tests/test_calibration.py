@@ -239,3 +239,34 @@ def test_exec_per_row_is_solved_from_two_workloads(monkeypatch):
     assert calib_fit.exec_per_row(["b", "c"], fits(23.2, 30.0)) is None   # rows alike
     assert calib_fit.exec_per_row(["a", "d"], fits(48.5, 20.0)) is None   # negative per row
     assert calib_fit.exec_per_row(["a"], fits(48.5)) is None
+
+
+def test_free_port_takes_a_port_in_time_wait():
+    """A port whose last connection is in TIME_WAIT is free for mariadbd (it binds with
+    SO_REUSEADDR); the probe without the option took it for busy and fell back outside the
+    caller's port range. A port with a listener stays busy."""
+    import socket
+    listener = socket.socket()   # a server's, as mariadbd's: SO_REUSEADDR
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = listener.accept()
+    accepted.close()             # the listening side closes first: its end enters TIME_WAIT
+    client.close()
+    listener.close()
+    plain = socket.socket()
+    with pytest.raises(OSError):
+        plain.bind(("127.0.0.1", port))
+    plain.close()
+    assert calibrate.free_port(port) == port
+
+    busy = socket.socket()
+    busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    try:
+        assert calibrate.free_port(busy.getsockname()[1]) != busy.getsockname()[1]
+    finally:
+        busy.close()

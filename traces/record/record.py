@@ -77,8 +77,13 @@ def find_tools() -> dict[str, str]:
 
 
 def free_port(preferred: int) -> int:
+    """`preferred` if a server can listen there, else the first such port of 33100-33399.
+    The probe binds as mariadbd does, with SO_REUSEADDR: a port whose last connections are in
+    TIME_WAIT is free for the server, and without the option the probe took it for busy and
+    fell back outside the caller's port range."""
     for port in [preferred] + list(range(33100, 33400)):
         with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
                 return port
