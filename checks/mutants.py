@@ -249,7 +249,7 @@ def explorer_column(bug: str, props):
     of the smallest counterexample, or None)."""
     import importlib
     module = importlib.import_module(EXPLORERS[bug])
-    found = module.find_violation(bug, tuple(p for p in props))
+    found = module.find_violation(bug, tuple(props))
     if found is None:
         return False, f"{EXPLORERS[bug]}: no reachable violation", None
     n, prop, steps = found

@@ -214,8 +214,7 @@ def cmd_validate(args) -> int:
 
 def cmd_score(args) -> int:
     from .scoring import default_jobs, score_trace, format_table
-    if args.jobs is None:
-        args.jobs = default_jobs()
+    args.jobs = default_jobs(args.jobs)
     profile = _profile(args)
     bugs = _bugs(args)
     trace = TraceSource(args.trace)

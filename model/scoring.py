@@ -81,13 +81,12 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
     if bounds is None:
         progress("bounds")
         bounds = heuristic_bounds_by_w(trace, profile, workers, jobs)
-    base_bounds = bounds
     # The runs, in table order; their bounds first (z3 is solved once per (W, regime)).
     runs = []
     for sched in parsed:
         in_order = _commits_in_order(sched, applier_options)
         for w in ([1] if sched.is_serial else workers):
-            heur = base_bounds.get(w) or heuristic_bounds(trace.txns(), profile, w)
+            heur = bounds.get(w) or heuristic_bounds(trace.txns(), profile, w)
             if (w, in_order) not in z3_cache:
                 progress(f"z3 bound W={w} {'in_order' if in_order else 'free'}")
                 z3_cache[w, in_order] = _z3_bound(trace, profile, w, in_order, heur, z3_mode,
@@ -193,8 +192,11 @@ def heuristic_bounds_by_w(trace, profile: Profile, workers: Sequence[int],
     return dict(zip(ws, fork_map(lambda w: heuristic_bounds(trace.txns(), profile, w), ws, jobs)))
 
 
-def default_jobs() -> int:
-    """Processes for a sweep: the cores this process may use."""
+def default_jobs(requested: int | None = None) -> int:
+    """Processes for a sweep: `requested` when given (--jobs), else the cores this process may
+    use."""
+    if requested is not None:
+        return requested
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:

@@ -74,7 +74,7 @@ def cmd_report(args) -> int:
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), bugs=_bugs(args),
                           whatif=not args.no_whatif, progress=progress,
-                          jobs=args.jobs if args.jobs is not None else default_jobs())
+                          jobs=default_jobs(args.jobs))
     if mysql is not None:
         report.data["mysql"] = dict(mysql.to_json(), origin=args.mysql_origin,
                                     text=mysql.describe())
