@@ -71,7 +71,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
 
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     current: list[TxnRun | None] = [None] * workers
-    cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
+    cpus = CpuPool(profile.cores, heap, counter, profile.per_core_queues) if profile.cores else None
     disk = Disk() if profile.shared_disk else None
     stage = CommitStage(sync, True, heap, counter, sync_cpu=profile.sync_cpu, cpus=cpus,
                         member_cpu=profile.commit_serial,

@@ -80,7 +80,7 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     dispatch_cost = profile.dispatch_cost
     free = list(range(workers))          # a heap: the lowest index idle worker first
     gaq: deque[TxnRun] = deque()         # dispatched, not yet released from the head
-    cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
+    cpus = CpuPool(profile.cores, heap, counter, profile.per_core_queues) if profile.cores else None
     stage = CommitStage(profile.group_sync, ordered, heap, counter, sync_cpu=profile.sync_cpu,
                         cpus=cpus, member_cost=_member_cost(profile), wakeup=profile.wakeup)
     blocked = dict.fromkeys(CAUSES, 0.0)
@@ -350,7 +350,7 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
     partitions = [0] * workers                # schemas pinned per worker (usage_partition)
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     busy = [False] * workers
-    cpus = CpuPool(profile.cores, heap, counter) if profile.cores else None
+    cpus = CpuPool(profile.cores, heap, counter, profile.per_core_queues) if profile.cores else None
     stage = CommitStage(profile.group_sync, False, heap, counter, sync_cpu=profile.sync_cpu,
                         cpus=cpus, member_cost=_member_cost(profile), wakeup=profile.wakeup)
     outstanding = 0

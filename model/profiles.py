@@ -104,6 +104,10 @@ class Profile:
     coordination_thread: float = 0.0
     commit_byte: float = 0.0
     wakeup: float = 0.0
+    # `per_core_queues`: with cores modelled, each core has its own run queue, as Linux keeps
+    # them (simcore.CpuPool): a thread that finds every core busy waits on the core that woke it
+    # even when another core frees first. Off: one shared first-come-first-served queue.
+    per_core_queues: bool = False
     # Durability is a setting of the replica, not of the machine: the machine's sync costs
     # (`sync`, `sync_cpu`, `commit_default`, `commit_cpu`) are those of a durable replica
     # (sync_binlog=1, innodb_flush_log_at_trx_commit=1); `with_durability("relaxed")` drops them.

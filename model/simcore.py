@@ -360,39 +360,79 @@ class CpuTask:
 
 class CpuPool:
     """The replica's CPU cores (a profile's `cores`): executing a transaction needs a core;
-    waiting for a dependency, a lock, a commit turn or a sync does not. Workers beyond the cores
-    queue for one, first come first served. `cores=None`: a core per worker (no contention)."""
+    waiting for a dependency, a lock, a commit turn or a sync does not. `cores=None`: a core
+    per worker (no contention).
 
-    __slots__ = ("free", "queue", "heap", "counter", "holders")
+    Work that finds every core busy waits for one. With one shared queue (`per_core=False`) the
+    next core to free takes the oldest waiter. With `per_core=True` (a profile's
+    `per_core_queues`: Linux) each core has its own run queue: a waiter joins the queue of the
+    core that acted last (the thread that woke it runs there), and a core that frees takes only
+    from its own queue and otherwise idles, even while another core's queue holds threads. Linux
+    does that for threads that ran within the last half millisecond: its idle balancing leaves
+    such "cache-hot" threads where they are (kernel/sched/fair.c, `task_hot`,
+    `sysctl_sched_migration_cost`), and a replica's threads run every few microseconds. Idle
+    cores are taken only by new work, never by a waiter (docs/model.md, "Per-core run queues";
+    checked against a synthetic commit chain on the 2-core VM: docs/calibration.md)."""
 
-    def __init__(self, cores: int, heap: list, counter):
+    __slots__ = ("free", "queue", "heap", "counter", "holders", "per_core", "idle", "queues",
+                 "last")
+
+    def __init__(self, cores: int, heap: list, counter, per_core: bool = False):
         self.free = cores
         self.queue: deque = deque()
         self.heap = heap
         self.counter = counter
-        self.holders: set = set()     # who holds a core: runs, or a CpuTask
+        self.holders: dict = {}       # who holds a core (runs, or a CpuTask) -> the core
+        self.per_core = per_core
+        self.idle = list(range(cores))          # per_core: the idle cores
+        self.queues = [deque() for _ in range(cores)] if per_core else []
+        self.last = 0                            # per_core: the core that acted last
 
     def execute(self, run, now: float, duration: float, kind: int, payload) -> None:
         """Run `duration` of CPU work for `run`, then fire event `kind` with `payload`."""
+        if self.per_core:
+            idle = self.idle
+            if idle:
+                core = self.last if self.last in idle else idle[0]
+                idle.remove(core)
+                self._start(core, run, now, duration, kind, payload)
+            else:
+                self.queues[self.last].append((run, duration, kind, payload))
+            return
         if self.free > 0:
             self.free -= 1
-            self.holders.add(run)
+            self.holders[run] = 0
             heapq.heappush(self.heap, (now + duration, next(self.counter), kind, payload))
         else:
             self.queue.append((run, duration, kind, payload))
 
+    def _start(self, core: int, run, now: float, duration: float, kind: int, payload) -> None:
+        self.holders[run] = core
+        self.last = core
+        heapq.heappush(self.heap, (now + duration, next(self.counter), kind, payload))
+
     def release(self, run, now: float) -> None:
         """`run` leaves its core (its CPU work ended, or it was killed)."""
-        if run not in self.holders:
-            for i, entry in enumerate(self.queue):      # killed while queued for a core
-                if entry[0] is run:
-                    del self.queue[i]
-                    return
+        core = self.holders.pop(run, None)
+        if core is None:
+            for queue in (self.queues if self.per_core else (self.queue,)):
+                for i, entry in enumerate(queue):   # killed while queued for a core
+                    if entry[0] is run:
+                        del queue[i]
+                        return
             return
-        self.holders.discard(run)
+        if self.per_core:
+            self.last = core
+            queue = self.queues[core]
+            if queue:
+                nxt, duration, kind, payload = queue.popleft()
+                self._start(core, nxt, now, duration, kind, payload)
+            else:
+                self.idle.append(core)
+            return
         if self.queue:
             nxt, duration, kind, payload = self.queue.popleft()
-            self.holders.add(nxt)
+            self.holders[nxt] = 0
             heapq.heappush(self.heap, (now + duration, next(self.counter), kind, payload))
         else:
             self.free += 1

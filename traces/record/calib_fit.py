@@ -238,7 +238,8 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
     c_event = coordination / events
     handoff = (_med(one_thread_idle) / n * us / events) if one_thread_idle else 0.0
     common = dict(exec_default=round(exec_cost, 3), dispatch=0.0, retry=0.0,
-                  cores=cores, coordination=0.0, commit_serial=round(commit_serial, 3),
+                  cores=cores, per_core_queues=True, coordination=0.0,
+                  commit_serial=round(commit_serial, 3),
                   dispatch_event=round(d_event, 4), coordination_event=round(c_event, 4),
                   dispatch_thread=round(d_event * transfer.get("dispatch_thread_ratio", 0.0), 4),
                   coordination_thread=round(c_event * transfer.get("coordination_thread_ratio", 0.0), 4),
@@ -258,6 +259,8 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
         "commit_cpu": "serial SQL thread CPU, durable - binlog_sync, per N",
         "background_cpu": "serial process CPU - SQL thread CPU, per N",
         "cores": "median free cores before each apply (cpu_avail)",
+        "per_core_queues": "Linux's per-core run queues (not fitted; checked against "
+                           "traces/calibration/chain_probe)",
     }
     if transfer:
         src_t = transfer.get("source", "another machine")

@@ -65,6 +65,7 @@ ABLATIONS = {
     "one disk for both logs": dict(shared_disk=False),
     "worker hand-off wait per event": dict(handoff_event=0.0),
     "cores as a limit": dict(cores=None),
+    "per-core run queues (one shared queue instead)": dict(per_core_queues=False),
 }
 
 
@@ -214,7 +215,7 @@ TERM_ROWS = ("exec_default", "exec_event", "exec_row", "dispatch", "dispatch_eve
              "commit_serial", "commit_byte", "wakeup", "coordination", "coordination_event",
              "coordination_thread", "sync", "sync_cpu", "commit_default", "commit_cpu",
              "background_cpu", "handoff_event", "shared_disk", "commit_grouped",
-             "log_replica_updates", "cores")
+             "log_replica_updates", "cores", "per_core_queues")
 
 
 def terms_table(profiles: list[Profile]) -> str:
@@ -360,7 +361,8 @@ def fit_replica16(maxiter: int, limit: int | None, progress=print) -> dict:
     growth = r16.cpu_growth({w.name: w.mean_events for w in wls})
     flush = r16.serial_flush_wait()
     base = Profile("replica16", exec_default=0.0, commit_default=0.0, sync=0.0, dispatch=0.0,
-                   retry=0.0, provenance="", cores=16, commit_grouped=True, shared_disk=True,
+                   retry=0.0, provenance="", cores=16, per_core_queues=True,
+                   commit_grouped=True, shared_disk=True,
                    log_replica_updates=False,
                    coordination_thread=round(growth["coordination_thread"], 4),
                    machine=r16.MACHINE)
@@ -420,7 +422,10 @@ def cmd_fit(a) -> int:
                  "these workloads' rows and events scale alike)",
         coordination_thread="replica16 CPU counters (cpu_busy_cores x seconds): slope of the "
                             "parallel-mode CPU per event against the thread count",
-        cores="the machine's CPU count", band="cross-validation residuals (10th-90th pct)",
+        cores="the machine's CPU count",
+        per_core_queues="Linux's per-core run queues (not fitted; checked against "
+                        "traces/calibration/chain_probe on the 2-core VM)",
+        band="cross-validation residuals (10th-90th pct)",
         sync="not measured (the replica wrote no binlog of its own, log_replica_updates off): "
              "taken as one redo flush on the same disk, for --log-replica-updates on",
         log_replica_updates="the replica's setting (log_slave_updates=OFF)")
