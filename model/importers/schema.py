@@ -63,46 +63,49 @@ def unquote(ident: str) -> str:
     return ident
 
 
+# The characters the two scanners below act on; everything between them is skipped in one step
+# (a character loop in Python over a mysqldump schema was a fifth of a small import's time).
+_SPLIT_CHARS = re.compile(r"[()'\"`\\,]")
+_PAREN_CHARS = re.compile(r"[()'\"`\\]")
+
+
 def _split_top(body: str) -> list[str]:
     """Split a parenthesised definition list at top-level commas (quotes respected)."""
-    parts, depth, cur, quote = [], 0, [], None
-    i = 0
-    while i < len(body):
+    parts, depth, quote, last, skip = [], 0, None, 0, -1
+    for m in _SPLIT_CHARS.finditer(body):
+        i = m.start()
+        if i <= skip:
+            continue
         ch = body[i]
         if quote:
-            cur.append(ch)
-            if ch == "\\" and quote != "`" and i + 1 < len(body):
-                cur.append(body[i + 1])
-                i += 1
+            if ch == "\\" and quote != "`":
+                skip = i + 1                    # the escaped character
             elif ch == quote:
                 quote = None
         elif ch in "'\"`":
             quote = ch
-            cur.append(ch)
         elif ch == "(":
             depth += 1
-            cur.append(ch)
         elif ch == ")":
             depth -= 1
-            cur.append(ch)
         elif ch == "," and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    if "".join(cur).strip():
-        parts.append("".join(cur).strip())
+            parts.append(body[last:i].strip())
+            last = i + 1
+    if body[last:].strip():
+        parts.append(body[last:].strip())
     return parts
 
 
 def _matching_paren(text: str, start: int) -> int:
-    depth, quote, i = 0, None, start
-    while i < len(text):
+    depth, quote, skip = 0, None, -1
+    for m in _PAREN_CHARS.finditer(text, start):
+        i = m.start()
+        if i <= skip:
+            continue
         ch = text[i]
         if quote:
             if ch == "\\" and quote != "`":
-                i += 1
+                skip = i + 1
             elif ch == quote:
                 quote = None
         elif ch in "'\"`":
@@ -113,7 +116,6 @@ def _matching_paren(text: str, start: int) -> int:
             depth -= 1
             if depth == 0:
                 return i
-        i += 1
     raise SchemaError("unbalanced parentheses")
 
 

@@ -812,3 +812,7 @@ fn commitsched_binlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BinlogProblem", m.py().get_type_bound::<BinlogProblem>())?;
     Ok(())
 }
+
+// See Cargo.toml: the allocator of every value the reader builds.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
