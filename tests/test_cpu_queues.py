@@ -101,7 +101,8 @@ def test_chain_probe_report_compares_with_the_simulator(tmp_path):
                     "us_per_txn": 45.0, "busy_cores": 1.0, "cpu_avail": 2.0,
                     "started_utc": "2026-11-24T10:00:00Z"})
     text = chain_probe.report(str(tmp_path), markdown=True)
-    assert "| 1 | 40 | 5 | 45.0 [45.0, 45.0] | 45.0 (+0%) | 45.0 (+0%) | 45.0 (+0%) |" in text
+    assert ("| 1 | 40 | 5 | 45.0 [45.0, 45.0] | 45.0 (+0%) | 45.0 (+0%) | 45.0 (+0%) | 0.00 | - |"
+            in text)
 
 
 def test_chain_probe_report_on_a_folder_without_measurements(tmp_path, capsys):

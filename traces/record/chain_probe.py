@@ -216,15 +216,24 @@ def compare(folder: str, transactions: int = 4000) -> list[dict]:
     meta, rows = load(folder)
     wake = meta["wakeup_probe"]["median_us"]
     cores = int(meta["cores"])
-    groups: dict[tuple, list[float]] = {}
+    groups: dict[tuple, list[dict]] = {}
     for r in rows:
         key = (int(r["threads"]), float(r["exec_us"]), float(r["commit_us"]))
-        groups.setdefault(key, []).append(float(r["us_per_txn"]))
+        groups.setdefault(key, []).append(r)
     out = []
-    for (w, e, c), vals in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+    for (w, e, c), runs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+        vals = [float(r["us_per_txn"]) for r in runs]
         ideal = e + c if w == 1 else max(c, (e + c) / min(w, cores))
+        # the CPU beyond the burned work, per transaction, and the blocking waits (voluntary
+        # context switches) per transaction: what one sleep and wake-up costs in CPU here
+        extra = statistics.median(float(r["cpu_s"]) * 1e6 / int(r["transactions"]) - e - c
+                                  for r in runs)
+        waits = statistics.median(int(r["blocking_waits"]) / int(r["transactions"])
+                                  for r in runs)
         out.append({"threads": w, "exec_us": e, "commit_us": c, "median": statistics.median(vals),
                     "min": min(vals), "max": max(vals), "rounds": len(vals), "ideal": ideal,
+                    "extra_cpu_us": extra, "waits": waits,
+                    "cpu_per_wait_us": extra / waits if waits >= 0.1 else None,
                     "shared": simulate(transactions, w, e, c, cores, wake, False),
                     "per_core": simulate(transactions, w, e, c, cores, wake, True)})
     return out
@@ -245,13 +254,15 @@ def report(folder: str, markdown: bool) -> str:
              f"{meta['rounds']} rounds. µs per transaction; in brackets the error against the "
              "measured median.", ""]
     lines.append("| threads | exec µs | commit µs | measured median [min, max] | "
-                 + " | ".join(title for _, title in keys) + " |")
-    lines.append("|---|---|---|---|" + "---|" * len(keys))
+                 + " | ".join(title for _, title in keys)
+                 + " | blocking waits per transaction | CPU µs per wait |")
+    lines.append("|---|---|---|---|" + "---|" * len(keys) + "---|---|")
     for r in rows:
         cells = [f"{r[k]:.1f} ({r[k] / r['median'] - 1:+.0%})" for k, _ in keys]
+        per_wait = "-" if r["cpu_per_wait_us"] is None else f"{r['cpu_per_wait_us']:.1f}"
         lines.append(f"| {r['threads']} | {r['exec_us']:g} | {r['commit_us']:g} | "
                      f"{r['median']:.1f} [{r['min']:.1f}, {r['max']:.1f}] | "
-                     + " | ".join(cells) + " |")
+                     + " | ".join(cells) + f" | {r['waits']:.2f} | {per_wait} |")
     lines += ["", "| configurations | " + " | ".join(t for _, t in keys) + " |",
               "|---|" + "---|" * len(keys)]
     for label, sel in (("all", rows), ("more threads than cores",
@@ -260,6 +271,13 @@ def report(folder: str, markdown: bool) -> str:
             meds = [statistics.median(_err(r[k], r["median"]) for r in sel) for k, _ in keys]
             lines.append(f"| {label} ({len(sel)}): median abs error | "
                          + " | ".join(f"{m:.0%}" for m in meds) + " |")
+    per_wait = [r["cpu_per_wait_us"] for r in rows if r["cpu_per_wait_us"] is not None]
+    if per_wait:
+        lines += ["", f"CPU per blocking wait (the process's CPU beyond the burned work, over its "
+                      f"voluntary context switches; configurations with at least 0.1 a "
+                      f"transaction): median {statistics.median(per_wait):.1f} µs, range "
+                      f"{min(per_wait):.1f}-{max(per_wait):.1f}, over {len(per_wait)} "
+                      f"configurations."]
     text = "\n".join(lines) + "\n"
     if not markdown:
         text = text.replace("| ", "").replace(" |", "")
