@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Callable, Iterator, Sequence
 
-from .metrics import RunMetrics, bound_for, heuristic_bounds
+from .metrics import RunMetrics, bound_for, heuristic_bounds, heuristic_bounds_for
 from .profiles import Profile
 from .schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler, run_scheduler
 from .simcore import Deadlock, SimulationError
@@ -186,10 +186,9 @@ def _sweep(trace, runs: list, common: tuple, jobs: int):
 
 def heuristic_bounds_by_w(trace, profile: Profile, workers: Sequence[int],
                           jobs: int = 1) -> dict[int, dict]:
-    """`heuristic_bounds` for each worker count (one pass over the trace each, `jobs` at a
-    time), keyed by W in increasing order."""
-    ws = sorted(set(workers))
-    return dict(zip(ws, fork_map(lambda w: heuristic_bounds(trace.txns(), profile, w), ws, jobs)))
+    """`heuristic_bounds` for each worker count, keyed by W in increasing order: one pass over
+    the trace for all of them (`metrics.heuristic_bounds_for`), so `jobs` does not matter."""
+    return heuristic_bounds_for(trace.txns(), profile, workers)
 
 
 def default_jobs(requested: int | None = None) -> int:
