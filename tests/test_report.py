@@ -16,7 +16,7 @@ from commitsched.profiles import get_profile
 from commitsched.report import depgraph, gantt
 from commitsched.report.explain import sequence_svg, step_moves
 from commitsched.report.markdown import to_html
-from commitsched.schedulers import collect
+from commitsched.schedulers import collect, run_scheduler
 from commitsched.trace import Txn, load_trace
 
 EX = "traces/examples"
@@ -207,6 +207,30 @@ def test_window_is_where_workers_wait_most():
     assert 60 in [r.seq for r in win]
     assert [r.seq for r in gantt.select_window(runs, 10, start_seq=5)] == list(range(5, 15))
     assert [r.seq for r in gantt.select_window(runs, 10, start_seq=97)] == list(range(91, 101))
+
+
+@pytest.mark.parametrize("scheduler", ["commit_order+mysql", "database+mysql",
+                                       "commit_id+mariadb_optimistic", "serial"])
+def test_window_sink_keeps_the_window_select_window_picks(scheduler):
+    """The report finds its window in one run (WindowSink): the same records as keeping every
+    record and selecting afterwards, for any size and start, also when commits come out of
+    order (preserve-commit-order off)."""
+    trace = load_trace(RW8)
+    for opts in ({}, {"preserve_commit_order": False}):
+        if opts and not scheduler.endswith("+mysql"):
+            continue
+        runs, _ = collect(scheduler, trace.txns, 4, get_profile("replica16"),
+                          applier_options=opts)
+        for size, start in ((40, None), (1, None), (7, 3), (40, 1), (40, len(runs) - 5),
+                            (40, len(runs) + 9), (len(runs) + 3, None), (len(runs) + 3, 2)):
+            sink = gantt.WindowSink(size, start)
+            for r in sorted(runs, key=lambda r: (r.commit, -r.seq)):     # commit order, mixed
+                sink(r)
+            assert sink.window() == gantt.select_window(runs, size, start), (size, start)
+        sink = gantt.WindowSink(40)                 # fed by a run, in its own commit order
+        run_scheduler(scheduler, iter(trace.txns), 4, get_profile("replica16"), sink,
+                      applier_options=opts)
+        assert [r.seq for r in sink.window()] == [r.seq for r in gantt.select_window(runs)]
 
 
 def test_depgraph_edges_and_stallers():
