@@ -147,6 +147,41 @@ def test_report_jobs_change_no_byte(tmp_path, capsys, trace, fmt):
     assert printed["1"] == printed["2"] and json.loads(printed["1"])["results"]
 
 
+def test_runs_taken_from_the_sweep_give_the_figures_of_runs_made_afresh():
+    """The report takes some runs from its sweep instead of making them again: the commit wait
+    count that the sweep's slave_group_commit uses, the split what-if's k = 0, the heuristic
+    bounds of every W from one pass. Each gives what a run made for it gives."""
+    from commitsched.cli import TraceSource
+    from commitsched.metrics import RunMetrics, heuristic_bounds
+    from commitsched.report.analysis import build_report
+    from commitsched.report.blame_section import SPLIT_CHUNKS, SPLIT_KS, blame_section
+    from commitsched.report.whatif import REGROUPED, WAIT_COUNTS
+    from commitsched.split import split_whatif
+    trace = TraceSource("traces/recorded/oltp_read_write_t8.jsonl.gz")
+    profile, ws = get_profile("replica16"), [1, 2, 4]
+    d = build_report(trace, path="t", profile=profile, workers=ws).data
+    assert d["trace"]["mariadb"] and d["blame"]["split"]
+    rows = {(r["commit_wait_count"], r["workers"]): r for r in d["whatif"]["commit_wait"]["rows"]}
+    assert {c for c, _ in rows} == set(WAIT_COUNTS)
+    for (count, w), row in rows.items():
+        m = RunMetrics(w)
+        blocked = run_scheduler(REGROUPED, trace.txns(), w, profile, m,
+                                tracker_options={"commit_wait_count": count})
+        r = m.result(scheduler=REGROUPED, profile=profile.name, blocked=blocked,
+                     serial_makespan=d["serial_makespan"], bound=None)
+        assert (row["speedup"], row["throughput"]) == (r["speedup"], r["throughput"])
+    name, w = d["blame"]["scheduler"], d["blame"]["workers"]
+    _, order = blame_section(trace, profile, name, w, tracker_options={}, applier_options={})
+    assert d["blame"]["split"] == split_whatif(list(trace.txns()), name, w, profile, order,
+                                               SPLIT_KS, SPLIT_CHUNKS)
+    for w in ws:
+        assert d["bounds"][str(w)] == heuristic_bounds(trace.txns(), profile, w)
+    # and the one window run is the window of two runs: every record, then select_window
+    best = d["windows"][0]
+    runs, _ = collect(best["scheduler"], list(trace.txns()), best["workers"], profile)
+    assert [r["seq"] for r in best["runs"]] == [r.seq for r in gantt.select_window(runs)]
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["report", S14], "give -o DIR"),
     (["report", "no/such/trace.jsonl", "--json"], "no/such/trace.jsonl"),
