@@ -4,11 +4,11 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import os
-import sys
 from typing import Callable, Iterator, Sequence
 
 from .metrics import RunMetrics, bound_for, heuristic_bounds, heuristic_bounds_for
 from .profiles import Profile
+from .progress import TICK_SECONDS, note_of, tick_of
 from .schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler, run_scheduler
 from .simcore import Deadlock, SimulationError
 
@@ -105,8 +105,9 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
              for i, (sched, _, bound, _) in enumerate(runs) if sched.is_serial}
     results = []
     unfit: set[str] = set()
-    for i, (sched, w, outcome) in enumerate(_sweep(trace, runs, common, jobs, known)):
-        progress(f"[{i + 1}/{len(runs)}] {sched.name} W={w}")
+    for i, (sched, w, outcome) in enumerate(_sweep(trace, runs, common, jobs, known,
+                                                   tick_of(progress))):
+        progress(f"{i + 1}/{len(runs)} runs done ({sched.name} W={w})")
         if sched.name in unfit:
             continue
         kind, value = outcome
@@ -117,7 +118,7 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
         if kind == "unfit":
             if not skip_unfit:
                 raise SchedulerError(value)
-            print(f"commitsched: skipped {sched.name}: {value}", file=sys.stderr)
+            note_of(progress)(f"commitsched: skipped {sched.name}: {value}")
             unfit.add(sched.name)       # and its other W: the trace cannot feed it
         elif kind == "deadlock":
             results.append({"scheduler": sched.name, "workers": w, "profile": profile.name,
@@ -165,9 +166,11 @@ def _quiet_worker_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def fork_map(fn: Callable, items: Sequence, jobs: int) -> Iterator:
+def fork_map(fn: Callable, items: Sequence, jobs: int,
+             tick: Callable[[], None] | None = None) -> Iterator:
     """fn(item) for each item, in order, computed `jobs` at a time in forked processes (lazily:
-    each result as soon as it and those before it are done). The workers are forked, so `fn`
+    each result as soon as it and those before it are done); `tick()` is called about once a
+    second while the workers are busy (a progress line's clock). The workers are forked, so `fn`
     and the items (closures, a loaded trace) are inherited, never pickled: only each item's
     index goes to a worker and only fn's result (which must pickle) comes back. An item whose
     fn raised in a worker is run again here, to raise the same exception as one job would.
@@ -185,17 +188,30 @@ def fork_map(fn: Callable, items: Sequence, jobs: int) -> Iterator:
     try:
         with mp.get_context("fork").Pool(min(jobs, len(items)),
                                          initializer=_quiet_worker_signals) as pool:
-            for i, (ok, value) in enumerate(pool.imap(_fork_call, range(len(items)))):
+            results = pool.imap(_fork_call, range(len(items)))
+            for i in range(len(items)):
+                ok, value = _next(results, tick)
                 yield value if ok else fn(items[i])
     finally:
         _FORK = outer
 
 
-def _sweep(trace, runs: list, common: tuple, jobs: int, known: dict):
+def _next(results, tick: Callable[[], None] | None):
+    """The next result of a pool's imap, ticking while it is not ready."""
+    if tick is None:
+        return results.next()
+    while True:
+        try:
+            return results.next(timeout=TICK_SECONDS)
+        except mp.TimeoutError:
+            tick()
+
+
+def _sweep(trace, runs: list, common: tuple, jobs: int, known: dict, tick=None):
     """Yield (scheduler, W, outcome) in the order of `runs`, computed `jobs` at a time, but for
     the outcomes `known` already (by index)."""
     todo = [run for i, run in enumerate(runs) if i not in known]
-    outcomes = fork_map(lambda run: _run_one(trace, *run, common), todo, jobs)
+    outcomes = fork_map(lambda run: _run_one(trace, *run, common), todo, jobs, tick)
     for i, (sched, w, _, _) in enumerate(runs):
         yield sched, w, known[i] if i in known else next(outcomes)
     for _ in outcomes:      # none left: this ends the pool now rather than when collected

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ..profiles import Profile
+from ..progress import SubProgress, tick_of
 from ..schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler
 from ..scoring import fork_map, heuristic_bounds_by_w, score_trace
 from ..simcore import COORDINATOR_CAUSES
@@ -121,12 +122,12 @@ class TrackerPasses:
             opts = options
         return name, repr(sorted(opts.items()))
 
-    def prefetch(self, wanted, jobs: int) -> None:
+    def prefetch(self, wanted, jobs: int, tick=None) -> None:
         """Make the passes of `wanted` ((name, options)...) not made yet, `jobs` at a time."""
         todo = {self.key(n, o): (n, o) for n, o in wanted}
         todo = [v for k, v in todo.items() if k not in self.done]
         for (n, o), value in zip(todo, fork_map(lambda no: tracker_pass(self.trace, *no),
-                                                todo, jobs)):
+                                                todo, jobs, tick)):
             self.done[self.key(n, o)] = value
 
     def __call__(self, name: str, options: dict) -> tuple[str | None, dict | None]:
@@ -281,16 +282,13 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     mariadb = is_mariadb(trace.source, [first] if first else [])
     passes = TrackerPasses(trace)
 
-    def sub_progress(prefix):
-        return lambda s: progress(f"{prefix}: {s}")
-
     skipped = {}
     progress("tracker passes")
     wanted = [(t, tracker_options(t)) for t in SHAPE_TRACKERS]
     if not schedulers:   # leave out what the trace cannot feed, and say so in the report
         wanted = [(s.tracker, tracker_options(s.tracker)) for s in map(parse_scheduler, names)
                   if not s.is_serial] + wanted
-    passes.prefetch(wanted, jobs)
+    passes.prefetch(wanted, jobs, tick_of(progress))
     if not schedulers:
         names, skipped = fitting(trace, names, tracker_options, passes)
     progress("bounds")
@@ -298,7 +296,7 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     kept: dict = {}
     results = score_trace(trace, names, workers, profile, bugs=bugs,
                           tracker_options=tracker_options, applier_options=applier_options,
-                          progress=sub_progress("scaling"), skip_unfit=not schedulers,
+                          progress=SubProgress(progress, "scaling"), skip_unfit=not schedulers,
                           jobs=jobs, bounds=bounds, keep=kept)
     serial = next(r for r in results if r["scheduler"] == "serial")
     ran = list(dict.fromkeys(r["scheduler"] for r in results))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..metrics import RunMetrics
+from ..progress import tick_of
 from ..schedulers import run_scheduler
 from ..scoring import fork_map
 from ..simcore import SimulationError
@@ -26,9 +27,9 @@ class Tasks:
     def run(self, jobs: int, progress: Callable[[str], None], title: str) -> dict:
         done = {}
         n = len(self.items)
-        values = fork_map(lambda item: item[2](), self.items, jobs)
+        values = fork_map(lambda item: item[2](), self.items, jobs, tick_of(progress))
         for i, ((key, label, _), value) in enumerate(zip(self.items, values), 1):
-            progress(f"{title} [{i}/{n}] {label}")
+            progress(f"{title}: {i}/{n} done ({label})")
             done[key] = value
         for _ in values:        # none left: this ends the pool now rather than when collected
             pass
