@@ -70,10 +70,10 @@ class WhatIfs:
             for name in self.focus:
                 topts = self.tracker_options(parse_scheduler(name).tracker)
                 for w in self.workers:
-                    tasks.add(("durability", pname, name, w), f"durability {pname}: {name} W={w}",
+                    tasks.add(("durability", pname, name, w), f"{prof.durability}: {name} W={w}",
                               lambda name=name, w=w, prof=prof, topts=topts:
                               run_point(t, name, w, prof, topts, aopts, bugs))
-            tasks.add(("durability", pname, "serial", 1), f"durability {pname}: serial",
+            tasks.add(("durability", pname, "serial", 1), f"{prof.durability}: serial",
                       lambda prof=prof: run_point(t, "serial", 1, prof, {}, {}, bugs))
         if self.mariadb:
             for count in self.wait_counts:
