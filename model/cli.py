@@ -18,6 +18,7 @@ from typing import Sequence
 
 from . import __version__
 from .profiles import DEFAULT_PROFILE, PROFILES, ProfileError, get_profile
+from .progress import Progress
 from .scoring import Z3_AUTO_LIMIT
 from .trace import TraceError, iter_trace, load_trace, write_trace
 
@@ -73,25 +74,6 @@ def _on_off(text: str) -> bool:
     if text.lower() in ("off", "0", "false", "no"):
         return False
     raise argparse.ArgumentTypeError(f"expected on or off, got {text!r}")
-
-
-class Progress:
-    """One self-overwriting status line on stderr, only when it is a terminal."""
-
-    def __init__(self, quiet: bool = False):
-        self.enabled = not quiet and sys.stderr.isatty()
-        self.shown = False
-
-    def __call__(self, text: str) -> None:
-        if self.enabled:
-            sys.stderr.write("\r\033[K" + text)
-            sys.stderr.flush()
-            self.shown = True
-
-    def done(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
 
 
 class TraceSource:
@@ -217,10 +199,11 @@ def cmd_score(args) -> int:
     args.jobs = default_jobs(args.jobs)
     profile = _profile(args)
     bugs = _bugs(args)
+    progress = Progress(args.quiet)
+    progress(f"reading {args.trace}")
     trace = TraceSource(args.trace)
     mysql = _mysql_defaults(args, trace.source)
     schedulers = _mysql_schedulers(args)
-    progress = Progress(args.quiet)
     results = score_trace(trace, schedulers, args.workers, profile, bugs=bugs,
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), progress=progress,

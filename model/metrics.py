@@ -67,7 +67,15 @@ class RunMetrics:
 
 def heuristic_bounds(txns: Iterable, profile: Profile, workers: int) -> dict:
     """Lower bounds on the makespan of any schedule of `txns` on `workers` workers, for the two
-    commit regimes (the z3 optimum uses the same two):
+    commit regimes (the z3 optimum uses the same two): `heuristic_bounds_for`, for one W."""
+    return heuristic_bounds_for(txns, profile, [workers])[workers]
+
+
+def heuristic_bounds_for(txns: Iterable, profile: Profile,
+                         workers: Iterable[int]) -> dict[int, dict]:
+    """`heuristic_bounds` for each worker count of `workers`, keyed by W in increasing order, from
+    one pass over `txns`: only the work bound depends on W. Lower bounds on the makespan of any
+    schedule, for the two commit regimes (the z3 optimum uses the same two):
 
     Every applier holds a worker from a transaction's start to its commit, and a commit comes
     at the end of a sync that began once the transaction was ready, so each transaction holds
@@ -119,13 +127,16 @@ def heuristic_bounds(txns: Iterable, profile: Profile, workers: int) -> dict:
             # anyone (max(start + cost, ordered_prev) ignores it): drop it to bound memory.
             horizon = ordered_prev - biggest
             ordered_key = {k: c for k, c in ordered_key.items() if c > horizon}
-    work_bound = work / workers
     span_in_order = ordered_prev
     span_free = free_all
-    return {"work_bound": round(work_bound, 6),
-            "span_in_order": round(span_in_order, 6), "span_free": round(span_free, 6),
-            "bound_in_order": round(max(work_bound, span_in_order), 6),
-            "bound_free": round(max(work_bound, span_free), 6)}
+    out = {}
+    for w in sorted(set(workers)):
+        work_bound = work / w
+        out[w] = {"work_bound": round(work_bound, 6),
+                  "span_in_order": round(span_in_order, 6), "span_free": round(span_free, 6),
+                  "bound_in_order": round(max(work_bound, span_in_order), 6),
+                  "bound_free": round(max(work_bound, span_free), 6)}
+    return out
 
 
 def bound_for(bounds: dict, in_order: bool) -> dict:

@@ -4,11 +4,11 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import os
-import sys
 from typing import Callable, Iterator, Sequence
 
-from .metrics import RunMetrics, bound_for, heuristic_bounds
+from .metrics import RunMetrics, bound_for, heuristic_bounds, heuristic_bounds_for
 from .profiles import Profile
+from .progress import TICK_SECONDS, note_of, tick_of
 from .schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler, run_scheduler
 from .simcore import Deadlock, SimulationError
 
@@ -56,7 +56,8 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
                 progress: Callable[[str], None] = lambda s: None,
                 skip_unfit: bool = True, z3_bound: str = "auto",
                 z3_timeout: float = 10.0, jobs: int = 1,
-                bounds: dict[int, dict] | None = None) -> list[dict]:
+                bounds: dict[int, dict] | None = None,
+                keep: dict | None = None) -> list[dict]:
     """One result per (scheduler, workers); `serial` once, with one worker. `trace` has
     `.txns()` (a fresh iterator per call) and `.count`. A scheduler the trace cannot feed (e.g.
     commit_id without commit ids) is skipped with a note on stderr when `skip_unfit`.
@@ -65,7 +66,9 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
     solve capped at `z3_timeout` seconds. `jobs` > 1: the (scheduler, W) runs, independent
     of each other, run in that many processes; the results are the same, in the same order.
     `bounds`: the heuristic bounds by W (`heuristic_bounds`) when the caller has them already;
-    computed here otherwise (`heuristic_bounds_by_w`)."""
+    computed here otherwise (`heuristic_bounds_by_w`). `keep`: a dict to fill with (scheduler,
+    W) -> (RunMetrics, blocked) of every run that finished, for a caller that needs a run's
+    figures again under other terms (the report's what-ifs), instead of running it again."""
     z3_mode, z3_cap = z3_bound, z3_timeout
     z3_cache: dict = {}
     names = list(schedulers or DEFAULT_SCHEDULERS)
@@ -73,7 +76,7 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
     applier_options = dict(applier_options or {})
     progress("serial baseline")
     serial_metrics = RunMetrics(1)
-    run_scheduler("serial", trace.txns(), 1, profile, serial_metrics)
+    serial_blocked = run_scheduler("serial", trace.txns(), 1, profile, serial_metrics)
     serial_makespan = serial_metrics.makespan
     if not math.isfinite(serial_makespan):
         raise SimulationError(f"the trace's costs add up to {serial_makespan} µs under profile "
@@ -94,17 +97,28 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
             runs.append((sched, w, z3_cache[w, in_order] or bound_for(heur, in_order),
                          tracker_options(sched.tracker)))
     common = (profile, bugs, applier_options, serial_makespan)
+    # `serial` in the list is the baseline run above (it takes no bugs or options): not again
+    known = {i: ("ok", (serial_metrics.result(scheduler=sched.name, profile=profile.name,
+                                              blocked=serial_blocked,
+                                              serial_makespan=serial_makespan, bound=bound),
+                        serial_metrics, serial_blocked))
+             for i, (sched, _, bound, _) in enumerate(runs) if sched.is_serial}
     results = []
     unfit: set[str] = set()
-    for i, (sched, w, outcome) in enumerate(_sweep(trace, runs, common, jobs)):
-        progress(f"[{i + 1}/{len(runs)}] {sched.name} W={w}")
+    for i, (sched, w, outcome) in enumerate(_sweep(trace, runs, common, jobs, known,
+                                                   tick_of(progress))):
+        progress(f"{i + 1}/{len(runs)} runs done ({sched.name} W={w})")
         if sched.name in unfit:
             continue
         kind, value = outcome
+        if kind == "ok":
+            value, metrics, blocked = value
+            if keep is not None:
+                keep[sched.name, w] = (metrics, blocked)
         if kind == "unfit":
             if not skip_unfit:
                 raise SchedulerError(value)
-            print(f"commitsched: skipped {sched.name}: {value}", file=sys.stderr)
+            note_of(progress)(f"commitsched: skipped {sched.name}: {value}")
             unfit.add(sched.name)       # and its other W: the trace cannot feed it
         elif kind == "deadlock":
             results.append({"scheduler": sched.name, "workers": w, "profile": profile.name,
@@ -118,7 +132,8 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
 
 
 def _run_one(trace, sched, w: int, bound: dict, tracker_opts: dict, common: tuple) -> tuple:
-    """One (scheduler, W) run: ("ok", result) or ("unfit" | "deadlock", what went wrong)."""
+    """One (scheduler, W) run: ("ok", (result, RunMetrics, blocked)) or ("unfit" | "deadlock",
+    what went wrong)."""
     profile, bugs, applier_options, serial_makespan = common
     metrics = RunMetrics(w)
     try:
@@ -128,8 +143,8 @@ def _run_one(trace, sched, w: int, bound: dict, tracker_opts: dict, common: tupl
         return "unfit", str(e)
     except Deadlock as e:
         return "deadlock", str(e)
-    return "ok", metrics.result(scheduler=sched.name, profile=profile.name, blocked=blocked,
-                                serial_makespan=serial_makespan, bound=bound)
+    return "ok", (metrics.result(scheduler=sched.name, profile=profile.name, blocked=blocked,
+                                 serial_makespan=serial_makespan, bound=bound), metrics, blocked)
 
 
 _FORK: tuple = ()      # (fn, items) of the fork_map in progress, for its forked workers
@@ -151,9 +166,11 @@ def _quiet_worker_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def fork_map(fn: Callable, items: Sequence, jobs: int) -> Iterator:
+def fork_map(fn: Callable, items: Sequence, jobs: int,
+             tick: Callable[[], None] | None = None) -> Iterator:
     """fn(item) for each item, in order, computed `jobs` at a time in forked processes (lazily:
-    each result as soon as it and those before it are done). The workers are forked, so `fn`
+    each result as soon as it and those before it are done); `tick()` is called about once a
+    second while the workers are busy (a progress line's clock). The workers are forked, so `fn`
     and the items (closures, a loaded trace) are inherited, never pickled: only each item's
     index goes to a worker and only fn's result (which must pickle) comes back. An item whose
     fn raised in a worker is run again here, to raise the same exception as one job would.
@@ -171,25 +188,41 @@ def fork_map(fn: Callable, items: Sequence, jobs: int) -> Iterator:
     try:
         with mp.get_context("fork").Pool(min(jobs, len(items)),
                                          initializer=_quiet_worker_signals) as pool:
-            for i, (ok, value) in enumerate(pool.imap(_fork_call, range(len(items)))):
+            results = pool.imap(_fork_call, range(len(items)))
+            for i in range(len(items)):
+                ok, value = _next(results, tick)
                 yield value if ok else fn(items[i])
     finally:
         _FORK = outer
 
 
-def _sweep(trace, runs: list, common: tuple, jobs: int):
-    """Yield (scheduler, W, outcome) in the order of `runs`, computed `jobs` at a time."""
-    outcomes = fork_map(lambda run: _run_one(trace, *run, common), runs, jobs)
-    for (sched, w, _, _), outcome in zip(runs, outcomes):
-        yield sched, w, outcome
+def _next(results, tick: Callable[[], None] | None):
+    """The next result of a pool's imap, ticking while it is not ready."""
+    if tick is None:
+        return results.next()
+    while True:
+        try:
+            return results.next(timeout=TICK_SECONDS)
+        except mp.TimeoutError:
+            tick()
+
+
+def _sweep(trace, runs: list, common: tuple, jobs: int, known: dict, tick=None):
+    """Yield (scheduler, W, outcome) in the order of `runs`, computed `jobs` at a time, but for
+    the outcomes `known` already (by index)."""
+    todo = [run for i, run in enumerate(runs) if i not in known]
+    outcomes = fork_map(lambda run: _run_one(trace, *run, common), todo, jobs, tick)
+    for i, (sched, w, _, _) in enumerate(runs):
+        yield sched, w, known[i] if i in known else next(outcomes)
+    for _ in outcomes:      # none left: this ends the pool now rather than when collected
+        pass
 
 
 def heuristic_bounds_by_w(trace, profile: Profile, workers: Sequence[int],
                           jobs: int = 1) -> dict[int, dict]:
-    """`heuristic_bounds` for each worker count (one pass over the trace each, `jobs` at a
-    time), keyed by W in increasing order."""
-    ws = sorted(set(workers))
-    return dict(zip(ws, fork_map(lambda w: heuristic_bounds(trace.txns(), profile, w), ws, jobs)))
+    """`heuristic_bounds` for each worker count, keyed by W in increasing order: one pass over
+    the trace for all of them (`metrics.heuristic_bounds_for`), so `jobs` does not matter."""
+    return heuristic_bounds_for(trace.txns(), profile, workers)
 
 
 def default_jobs(requested: int | None = None) -> int:

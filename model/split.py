@@ -157,32 +157,43 @@ def _copy(t: Txn) -> Txn:
     return copy.copy(t)          # a shallow copy (Txn is a msgspec Struct)
 
 
-def split_whatif(txns: Sequence[Txn], scheduler: str, workers: int, profile, order: Sequence[int],
-                 ks: Sequence[int], chunks: int, *, bugs=frozenset(),
-                 tracker_options: dict | None = None,
-                 applier_options: dict | None = None) -> list[dict]:
-    """Re-score with the first k splittable transactions of `order` (seqs, most blamed first)
-    split into `chunks`, for each k in `ks` (0: as recorded). Speedups are over the serial
-    replay of the same rewritten trace; changes are against k = 0."""
+def split_choices(txns: Sequence[Txn], order: Sequence[int], ks: Sequence[int],
+                  chunks: int) -> list[tuple[int, dict[int, int]]]:
+    """(k, {seq: chunks}) for each k of `ks` and k = 0 (as recorded), in increasing k: the first
+    k splittable transactions of `order` (seqs, most blamed first)."""
+    splittable_order = [s for s in order if splittable(txns[s - 1])]
+    return [(k, {s: chunks for s in splittable_order[:k]}) for k in sorted(set([0, *ks]))]
+
+
+def split_point(txns: Sequence[Txn], chosen: dict[int, int], scheduler: str, workers: int,
+                profile, *, bugs=frozenset(), tracker_options: dict | None = None,
+                applier_options: dict | None = None) -> tuple[int, float, float]:
+    """One k of the what-if: (transactions, serial makespan, the scheduler's makespan) of the
+    trace with `chosen` split (split_txns)."""
     from .metrics import RunMetrics
     from .schedulers import run_scheduler
+    new, _ = split_txns(txns, chosen, profile) if chosen else (list(txns), {})
+    ms = {}
+    for name, w in (("serial", 1), (scheduler, workers)):
+        m = RunMetrics(w)
+        run_scheduler(name, iter(new), w, profile, m, bugs=bugs,
+                      tracker_options=tracker_options if name != "serial" else None,
+                      applier_options=applier_options if name != "serial" else None)
+        ms[name] = m.makespan
+    return len(new), ms["serial"], ms[scheduler]
+
+
+def split_rows(choices: list[tuple[int, dict]], points: Sequence[tuple[int, float, float]],
+               chunks: int, n_splittable: int) -> list[dict]:
+    """The what-if's rows from `split_choices` and a `split_point` for each: speedups over the
+    serial replay of the same rewritten trace, changes against k = 0."""
     rows = []
     base = None
-    splittable_order = [s for s in order if splittable(txns[s - 1])]
-    for k in sorted(set([0, *ks])):
-        chosen = {s: chunks for s in splittable_order[:k]}
-        new, mapping = split_txns(txns, chosen, profile) if chosen else (list(txns), {})
-        ms = {}
-        for name, w in (("serial", 1), (scheduler, workers)):
-            m = RunMetrics(w)
-            run_scheduler(name, iter(new), w, profile, m, bugs=bugs,
-                          tracker_options=tracker_options if name != "serial" else None,
-                          applier_options=applier_options if name != "serial" else None)
-            ms[name] = m.makespan
+    for (k, chosen), (n, serial_ms, ms) in zip(choices, points):
         row = {"k": k, "split": sorted(chosen), "chunks": chunks,
-               "transactions": len(new), "makespan": round(ms[scheduler], 6),
-               "serial_makespan": round(ms["serial"], 6),
-               "speedup": round(ms["serial"] / ms[scheduler], 6) if ms[scheduler] else None}
+               "transactions": n, "makespan": round(ms, 6),
+               "serial_makespan": round(serial_ms, 6),
+               "speedup": round(serial_ms / ms, 6) if ms else None}
         if base is None:
             base = row
         row["makespan_change"] = round(row["makespan"] / base["makespan"] - 1, 6) \
@@ -190,7 +201,25 @@ def split_whatif(txns: Sequence[Txn], scheduler: str, workers: int, profile, ord
         row["speedup_change"] = round(row["speedup"] / base["speedup"] - 1, 6) \
             if base["speedup"] and row["speedup"] else None
         rows.append(row)
-        if k > len(splittable_order):
-            row["note"] = (f"only {len(splittable_order)} blamed transactions can be split "
+        if k > n_splittable:
+            row["note"] = (f"only {n_splittable} blamed transactions can be split "
                            f"(DDL, admin and single-row ones cannot)")
     return rows
+
+
+def split_whatif(txns: Sequence[Txn], scheduler: str, workers: int, profile, order: Sequence[int],
+                 ks: Sequence[int], chunks: int, *, bugs=frozenset(),
+                 tracker_options: dict | None = None,
+                 applier_options: dict | None = None) -> list[dict]:
+    """Re-score with the first k splittable transactions of `order` (seqs, most blamed first)
+    split into `chunks`, for each k in `ks` (0: as recorded). Speedups are over the serial
+    replay of the same rewritten trace; changes are against k = 0."""
+    choices = split_choices(txns, order, ks, chunks)
+    points = [split_point(txns, chosen, scheduler, workers, profile, bugs=bugs,
+                          tracker_options=tracker_options, applier_options=applier_options)
+              for _, chosen in choices]
+    return split_rows(choices, points, chunks, n_splittable(txns, order))
+
+
+def n_splittable(txns: Sequence[Txn], order: Sequence[int]) -> int:
+    return sum(1 for s in order if splittable(txns[s - 1]))

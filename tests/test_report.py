@@ -16,7 +16,7 @@ from commitsched.profiles import get_profile
 from commitsched.report import depgraph, gantt
 from commitsched.report.explain import sequence_svg, step_moves
 from commitsched.report.markdown import to_html
-from commitsched.schedulers import collect
+from commitsched.schedulers import collect, run_scheduler
 from commitsched.trace import Txn, load_trace
 
 EX = "traces/examples"
@@ -147,6 +147,41 @@ def test_report_jobs_change_no_byte(tmp_path, capsys, trace, fmt):
     assert printed["1"] == printed["2"] and json.loads(printed["1"])["results"]
 
 
+def test_runs_taken_from_the_sweep_give_the_figures_of_runs_made_afresh():
+    """The report takes some runs from its sweep instead of making them again: the commit wait
+    count that the sweep's slave_group_commit uses, the split what-if's k = 0, the heuristic
+    bounds of every W from one pass. Each gives what a run made for it gives."""
+    from commitsched.cli import TraceSource
+    from commitsched.metrics import RunMetrics, heuristic_bounds
+    from commitsched.report.analysis import build_report
+    from commitsched.report.blame_section import SPLIT_CHUNKS, SPLIT_KS, blame_section
+    from commitsched.report.whatif import REGROUPED, WAIT_COUNTS
+    from commitsched.split import split_whatif
+    trace = TraceSource("traces/recorded/oltp_read_write_t8.jsonl.gz")
+    profile, ws = get_profile("replica16"), [1, 2, 4]
+    d = build_report(trace, path="t", profile=profile, workers=ws).data
+    assert d["trace"]["mariadb"] and d["blame"]["split"]
+    rows = {(r["commit_wait_count"], r["workers"]): r for r in d["whatif"]["commit_wait"]["rows"]}
+    assert {c for c, _ in rows} == set(WAIT_COUNTS)
+    for (count, w), row in rows.items():
+        m = RunMetrics(w)
+        blocked = run_scheduler(REGROUPED, trace.txns(), w, profile, m,
+                                tracker_options={"commit_wait_count": count})
+        r = m.result(scheduler=REGROUPED, profile=profile.name, blocked=blocked,
+                     serial_makespan=d["serial_makespan"], bound=None)
+        assert (row["speedup"], row["throughput"]) == (r["speedup"], r["throughput"])
+    name, w = d["blame"]["scheduler"], d["blame"]["workers"]
+    _, order = blame_section(trace, profile, name, w, tracker_options={}, applier_options={})
+    assert d["blame"]["split"] == split_whatif(list(trace.txns()), name, w, profile, order,
+                                               SPLIT_KS, SPLIT_CHUNKS)
+    for w in ws:
+        assert d["bounds"][str(w)] == heuristic_bounds(trace.txns(), profile, w)
+    # and the one window run is the window of two runs: every record, then select_window
+    best = d["windows"][0]
+    runs, _ = collect(best["scheduler"], list(trace.txns()), best["workers"], profile)
+    assert [r["seq"] for r in best["runs"]] == [r.seq for r in gantt.select_window(runs)]
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["report", S14], "give -o DIR"),
     (["report", "no/such/trace.jsonl", "--json"], "no/such/trace.jsonl"),
@@ -207,6 +242,30 @@ def test_window_is_where_workers_wait_most():
     assert 60 in [r.seq for r in win]
     assert [r.seq for r in gantt.select_window(runs, 10, start_seq=5)] == list(range(5, 15))
     assert [r.seq for r in gantt.select_window(runs, 10, start_seq=97)] == list(range(91, 101))
+
+
+@pytest.mark.parametrize("scheduler", ["commit_order+mysql", "database+mysql",
+                                       "commit_id+mariadb_optimistic", "serial"])
+def test_window_sink_keeps_the_window_select_window_picks(scheduler):
+    """The report finds its window in one run (WindowSink): the same records as keeping every
+    record and selecting afterwards, for any size and start, also when commits come out of
+    order (preserve-commit-order off)."""
+    trace = load_trace(RW8)
+    for opts in ({}, {"preserve_commit_order": False}):
+        if opts and not scheduler.endswith("+mysql"):
+            continue
+        runs, _ = collect(scheduler, trace.txns, 4, get_profile("replica16"),
+                          applier_options=opts)
+        for size, start in ((40, None), (1, None), (7, 3), (40, 1), (40, len(runs) - 5),
+                            (40, len(runs) + 9), (len(runs) + 3, None), (len(runs) + 3, 2)):
+            sink = gantt.WindowSink(size, start)
+            for r in sorted(runs, key=lambda r: (r.commit, -r.seq)):     # commit order, mixed
+                sink(r)
+            assert sink.window() == gantt.select_window(runs, size, start), (size, start)
+        sink = gantt.WindowSink(40)                 # fed by a run, in its own commit order
+        run_scheduler(scheduler, iter(trace.txns), 4, get_profile("replica16"), sink,
+                      applier_options=opts)
+        assert [r.seq for r in sink.window()] == [r.seq for r in gantt.select_window(runs)]
 
 
 def test_depgraph_edges_and_stallers():

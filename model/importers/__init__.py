@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+from ..progress import Progress
 from ..trace import TraceError, write_jsonl_atomic, header
 from . import binlog_binary
 from .binlog_text import InputError, Reader, Skipped
@@ -146,13 +147,19 @@ def _find_printer(preferred: str | None) -> str | None:
 
 
 class _Progress:
-    """`path: 12.3/100.0 MB, 4567 txns` on stderr, only on a terminal, at most 2 updates/s."""
+    """`importing binlog.000002 (file 1/3): 12.3/100.0 MB, 4567 transactions` on the progress
+    line (commitsched.progress), at most 2 updates/s. `enabled`: None when stderr is a
+    terminal, False never, True always."""
 
     def __init__(self, enabled: bool | None = None):
-        self.on = sys.stderr.isatty() if enabled is None else enabled
+        self.line = Progress(quiet=enabled is False)
+        if enabled:
+            self.line.enabled = True
+        self.on = self.line.enabled
         self.last = 0.0
 
-    def show(self, path: str, done: int, total: int | None, txns: int) -> None:
+    def show(self, path: str, done: int, total: int | None, txns: int, index: int = 0,
+             files: int = 1) -> None:
         if not self.on:
             return
         now = time.monotonic()
@@ -160,12 +167,11 @@ class _Progress:
             return
         self.last = now
         size = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if total else f"{done / 1e6:.1f} MB"
-        sys.stderr.write(f"\r{os.path.basename(path)}: {size}, {txns} transactions ")
-        sys.stderr.flush()
+        of = f" (file {index + 1}/{files})" if files > 1 else ""
+        self.line(f"importing {os.path.basename(path)}{of}: {size}, {txns} transactions")
 
     def end(self) -> None:
-        if self.on:
-            sys.stderr.write("\n")
+        self.line.done()
 
 
 def _is_binary(path: str) -> bool:
@@ -235,7 +241,7 @@ def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
                 for lines in binlog_binary.read_binary(
                         reader, path, tally, new_file=True,
                         progress=lambda off: done.__setitem__(0, off)):
-                    progress.show(path, done[0], size, tally.seq)
+                    progress.show(path, done[0], size, tally.seq, i, len(paths))
                     yield lines
             except InputError as e:
                 raise TraceError(path, None, e.reason) from None
@@ -255,7 +261,7 @@ def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
         at = _LineCounter(lines)
         try:
             for txn in reader.read(at, new_file=True):
-                progress.show(path, counter[0], total, tally.seq)
+                progress.show(path, counter[0], total, tally.seq, i, len(paths))
                 yield txn
         except InputError as e:
             raise TraceError(where, e.line, e.reason) from None
@@ -313,7 +319,8 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
                 tally.add(txn)
                 out.write(json.dumps(txn.to_json(), separators=(",", ":")))
                 out.write("\n")
-        prog.end()
+        if prog.on:
+            prog.line(f"writing {output}")
         stats.transactions = tally.seq
         stats.ddl = tally.ddl
         stats.files = tally.last_file
@@ -347,6 +354,7 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
         # the transactions' lines were encoded once, when spooled: copied as they are
         write_jsonl_atomic(output, [header(head)], then=spool)
     finally:
+        prog.end()          # also on failure: the error's line starts at the margin
         if os.path.exists(spool):
             os.unlink(spool)
     return stats
@@ -366,9 +374,10 @@ def _reason_class(reason: str) -> str:
 
 def import_main(args) -> int:
     """`commitsched import BINLOG... -o TRACE [--schema SQL]... [--skip-bad] [--quiet]`."""
+    quiet = getattr(args, "quiet", False)
     stats = import_binlog(list(args.binlog), args.output, schema=args.schema,
-                          skip_bad=args.skip_bad)
-    if not getattr(args, "quiet", False):
+                          skip_bad=args.skip_bad, progress=False if quiet else None)
+    if not quiet:
         parts = [f"{args.output}: {stats.transactions} transactions"]
         if stats.groups is not None:
             parts.append(f"{stats.groups} commit groups (mean {stats.mean_group_size:.3f})"

@@ -7,17 +7,20 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..metrics import RunMetrics
 from ..profiles import Profile
-from ..schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler, run_scheduler
+from ..progress import SubProgress, tick_of
+from ..schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler
 from ..scoring import fork_map, heuristic_bounds_by_w, score_trace
-from ..simcore import COORDINATOR_CAUSES, SimulationError
+from ..simcore import COORDINATOR_CAUSES
 from ..trackers import TrackerError, get_tracker
-from .gantt import idle_time, is_barrier, segments, window_bounds
+from .blame_section import blame_section, plan_split, split_section
+from .gantt import is_barrier, segments
 from .depgraph import stallers
+from .tasks import Tasks, seq_window, stall_window
+from .whatif import WAIT_COUNTS, WhatIfs
 
-CLOCK_TRACKERS = ("commit_order", "writeset", "writeset_session")
-WAIT_COUNTS = (1, 2, 4, 8, 16, 32)
+SHAPE_TRACKERS = ("commit_order", "writeset", "writeset_session", "commit_id",
+                  "slave_group_commit")
 
 # What each cause of waiting means and what to do about it (the "why" of the report).
 CAUSE_TEXT = {
@@ -72,43 +75,94 @@ def is_mariadb(source: dict, txns) -> bool:
     return False
 
 
-def tracker_shape(trace, name: str, options: dict) -> dict | None:
-    """How much parallelism a tracker declares: the mean window (clock: sequence_number -
-    last_committed - 1) or the mean commit-group size (groups)."""
+def tracker_pass(trace, name: str, options: dict) -> tuple[str | None, dict | None]:
+    """One annotation pass of a tracker: (why it cannot feed the trace, or None; how much
+    parallelism it declares: the mean window (clock: sequence_number - last_committed - 1) or
+    the mean commit-group size (groups), or None)."""
     try:
         tracker = get_tracker(name, **options)
         deps = [dep for _, dep in tracker.annotate(trace.txns())]
-    except (TrackerError, SchedulerError):
-        return None
+    except (TrackerError, SchedulerError) as e:
+        return str(e), None
     if not deps:
-        return None
+        return None, None
     if tracker.kind == "clock":
-        return {"tracker": name, "kind": "clock",
-                "mean_window": round(statistics.fmean(max(0, sn - lc - 1) for lc, sn, _ in deps), 4)}
+        return None, {"tracker": name, "kind": "clock", "mean_window": round(
+            statistics.fmean(max(0, sn - lc - 1) for lc, sn, _ in deps), 4)}
     if tracker.kind == "groups":
         n_groups, prev = 0, None
         for gid, _ in deps:
             if gid == 0 or gid != prev:
                 n_groups += 1
             prev = gid
-        return {"tracker": name, "kind": "groups", "mean_group_size": round(len(deps) / n_groups, 4)}
-    return None
+        return None, {"tracker": name, "kind": "groups",
+                      "mean_group_size": round(len(deps) / n_groups, 4)}
+    return None, None
 
 
-def fitting(trace, names, tracker_options) -> tuple[list[str], dict[str, str]]:
+def tracker_shape(trace, name: str, options: dict) -> dict | None:
+    """How much parallelism a tracker declares (`tracker_pass`)."""
+    return tracker_pass(trace, name, options)[1]
+
+
+class TrackerPasses:
+    """`tracker_pass` once per tracker and options (defaults filled in), for all that ask: the
+    fitting, the tracker shapes and the commit wait what-if (commit_id feeds three schedulers;
+    the what-if's wait count that is the tracker's default is the shape shown already)."""
+
+    def __init__(self, trace):
+        self.trace = trace
+        self.done: dict = {}
+
+    @staticmethod
+    def key(name: str, options: dict) -> tuple:
+        try:
+            opts = get_tracker(name, **options).opts
+        except TrackerError:
+            opts = options
+        return name, repr(sorted(opts.items()))
+
+    def prefetch(self, wanted, jobs: int, tick=None) -> None:
+        """Make the passes of `wanted` ((name, options)...) not made yet, `jobs` at a time."""
+        todo = {self.key(n, o): (n, o) for n, o in wanted}
+        todo = [v for k, v in todo.items() if k not in self.done]
+        for (n, o), value in zip(todo, fork_map(lambda no: tracker_pass(self.trace, *no),
+                                                todo, jobs, tick)):
+            self.done[self.key(n, o)] = value
+
+    def __call__(self, name: str, options: dict) -> tuple[str | None, dict | None]:
+        k = self.key(name, options)
+        if k not in self.done:
+            self.done[k] = tracker_pass(self.trace, name, options)
+        return self.done[k]
+
+    def plan(self, tasks: Tasks, name: str, options: dict) -> None:
+        """A task for a pass not made yet (once per key)."""
+        k = self.key(name, options)
+        if k not in self.done and ("pass", k) not in {item[0] for item in tasks.items}:
+            tasks.add(("pass", k), f"{name} shape",
+                      lambda: tracker_pass(self.trace, name, options))
+
+    def get(self, name: str, options: dict, done: dict) -> dict | None:
+        """The shape, from a pass made or from the task `plan` added."""
+        k = self.key(name, options)
+        return (self.done[k] if k in self.done else done["pass", k])[1]
+
+
+def fitting(trace, names, tracker_options, passes: TrackerPasses | None = None
+            ) -> tuple[list[str], dict[str, str]]:
     """The schedulers whose tracker can annotate this trace (e.g. commit_order needs the
     source's logical clock), and why the others cannot."""
+    passes = passes or TrackerPasses(trace)
     keep, skipped = [], {}
     for n in names:
         s = parse_scheduler(n)
         if s.is_serial:
             keep.append(n)
             continue
-        try:
-            for _ in get_tracker(s.tracker, **tracker_options(s.tracker)).annotate(trace.txns()):
-                pass
-        except (TrackerError, SchedulerError) as e:
-            skipped[n] = str(e)
+        error, _ = passes(s.tracker, tracker_options(s.tracker))
+        if error is not None:
+            skipped[n] = error
             continue
         keep.append(n)
     return keep, skipped
@@ -192,14 +246,6 @@ def diagnose(results: list[dict], name: str, workers: int) -> dict | None:
             "causes": causes}
 
 
-def _window_bounds(trace, name, w, profile, size, start, opts) -> tuple[int, int]:
-    """The window's first and last seq (gantt.window_bounds), from one float per transaction."""
-    idle: dict[int, float] = {}
-    run_scheduler(name, trace.txns(), w, profile,
-                  lambda r: idle.__setitem__(r.seq, idle_time(r)), **opts)
-    return window_bounds(idle, size, start)
-
-
 def window_json(w: Window) -> dict:
     stall = stallers(w.runs, w.sync)
     rows = []
@@ -225,30 +271,33 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                  whatif: bool = True, progress: Callable[[str], None] = lambda s: None,
                  wait_counts: Sequence[int] = WAIT_COUNTS, jobs: int = 1) -> Report:
     """`trace` has `.txns()`, `.count`, `.source` (commitsched.cli.TraceSource). `jobs` > 1:
-    the independent simulation runs (the scaling sweep's (scheduler, W) runs, the bounds per
-    W, then the schedule windows, the blame section and the what-ifs side by side) run in that
-    many forked processes (scoring.fork_map); the report is the same, byte for byte."""
+    the independent work (the tracker passes, the scaling sweep's (scheduler, W) runs, then
+    the runs of the schedule windows, the blame section and the what-ifs) runs in that many
+    forked processes (scoring.fork_map); the report is the same, byte for byte. No run is made
+    twice: what a later section needs of a run the sweep made is taken from the sweep."""
     workers = sorted(set(workers))
     applier_options = dict(applier_options or {})
     names = list(dict.fromkeys(["serial", *(schedulers or DEFAULT_SCHEDULERS)]))
     first = next(iter(trace.txns()), None)
     mariadb = is_mariadb(trace.source, [first] if first else [])
-
-    def stage(text):
-        progress(text)
-
-    def sub_progress(prefix):
-        return lambda s: progress(f"{prefix}: {s}")
+    passes = TrackerPasses(trace)
 
     skipped = {}
+    progress("tracker passes")
+    wanted = [(t, tracker_options(t)) for t in SHAPE_TRACKERS]
     if not schedulers:   # leave out what the trace cannot feed, and say so in the report
-        names, skipped = fitting(trace, names, tracker_options)
-    stage("bounds")
-    bounds = heuristic_bounds_by_w(trace, profile, workers, jobs)   # once, for both uses
+        wanted = [(s.tracker, tracker_options(s.tracker)) for s in map(parse_scheduler, names)
+                  if not s.is_serial] + wanted
+    passes.prefetch(wanted, jobs, tick_of(progress))
+    if not schedulers:
+        names, skipped = fitting(trace, names, tracker_options, passes)
+    progress("bounds")
+    bounds = heuristic_bounds_by_w(trace, profile, workers)   # once, for both uses
+    kept: dict = {}
     results = score_trace(trace, names, workers, profile, bugs=bugs,
                           tracker_options=tracker_options, applier_options=applier_options,
-                          progress=sub_progress("scaling"), skip_unfit=not schedulers,
-                          jobs=jobs, bounds=bounds)
+                          progress=SubProgress(progress, "scaling"), skip_unfit=not schedulers,
+                          jobs=jobs, bounds=bounds, keep=kept)
     serial = next(r for r in results if r["scheduler"] == "serial")
     ran = list(dict.fromkeys(r["scheduler"] for r in results))
     bound_speedup = {w: {"in_order": round(serial["makespan"] / b["bound_in_order"], 6)
@@ -260,11 +309,7 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     wmax = workers[-1]
     diagnosis = [d for d in (diagnose(results, n, wmax) for n in dict.fromkeys(
         [default, rec.get("best", {}).get("scheduler")]) if n) if d]
-
-    stage("tracker shapes")
-    shapes = [s for s in (tracker_shape(trace, t, tracker_options(t)) for t in
-                          ("commit_order", "writeset", "writeset_session", "commit_id",
-                           "slave_group_commit")) if s]
+    shapes = [s for s in (passes(t, tracker_options(t))[1] for t in SHAPE_TRACKERS) if s]
 
     data = {
         "report": "commitsched report", "version": 1,
@@ -285,55 +330,63 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
         if default and default != b["scheduler"]:
             picks.append((default, b["recommended_workers"], "server default, same workers"))
 
-    # The rest is three independent pieces of work, each a few simulation runs: side by side
-    # with jobs > 1 (the forked workers report no progress of their own: the parent names each
-    # piece as it is done).
-    quiet = progress if jobs <= 1 else (lambda s: None)
+    def run_opts(name):
+        return dict(bugs=bugs, tracker_options=tracker_options(parse_scheduler(name).tracker),
+                    applier_options=applier_options)
 
-    def schedule_windows() -> list[Window]:
-        windows = []
-        lo = hi = None
-        for name, w, role in picks:
-            quiet(f"schedule window {name} W={w}")
-            opts = dict(bugs=bugs, tracker_options=tracker_options(parse_scheduler(name).tracker),
-                        applier_options=applier_options)
-            if lo is None:
-                lo, hi = _window_bounds(trace, name, w, profile, window, window_start, opts)
-            # Only the window's runs are kept: a long trace's schedule is never held in memory.
-            sel: list = []
-            run_scheduler(name, trace.txns(), w, profile,
-                          lambda r: sel.append(r) if lo <= r.seq <= hi else None, **opts)
-            sel.sort(key=lambda r: r.seq)
-            windows.append(Window(name, w, sel, profile.group_sync, role))
-        return windows
+    # What is left is single runs, independent of each other: the schedule window of the best
+    # pick, the blame, the what-ifs; then what needs their answers (the other window, at the
+    # first one's seqs; the split what-if, of the blamed transactions). The longest first.
+    tasks = Tasks()
+    blamed = picks[-1] if picks else None   # the server default when it differs from the best
+    if blamed:
+        name, w, _ = blamed
+        tasks.add("blame", f"blame {name} W={w}", lambda name=name, w=w: blame_section(
+            trace, profile, name, w, tracker_options=tracker_options(
+                parse_scheduler(name).tracker), applier_options=applier_options, bugs=bugs))
+    if picks:
+        name, w, _ = picks[0]
+        tasks.add("window", f"schedule window {name} W={w}", lambda name=name, w=w: stall_window(
+            trace, name, w, profile, run_opts(name), window, window_start,
+            first.seq if first else 1))
+    whatifs = None
+    if whatif:
+        whatifs = WhatIfs(trace, profile=profile, workers=workers, rec=rec,
+                          default=default, mariadb=mariadb, tracker_options=tracker_options,
+                          applier_options=applier_options, bugs=bugs, threshold=threshold,
+                          wait_counts=wait_counts, results=results, kept=kept, shape=passes)
+        whatifs.plan(tasks)
+    done = tasks.run(jobs, progress, "windows, blame, what-ifs")
 
-    def blame() -> dict:
-        from .blame_section import blame_section
-        name, w, _ = picks[-1]          # the server default when it differs from the best
-        quiet(f"blame {name} W={w}")
-        return blame_section(trace, profile, name, w,
-                             tracker_options=tracker_options(parse_scheduler(name).tracker),
-                             applier_options=applier_options, bugs=bugs, whatif=whatif)
-
-    def whatifs() -> dict:
-        return _whatif(trace, profile, workers, names, rec, default, mariadb, tracker_options,
-                       applier_options, bugs, quiet, threshold, wait_counts, results)
-
-    # the longest first, so that two processes finish together
-    pieces = {"blame": blame if picks else None, "what-ifs": whatifs if whatif else None,
-              "schedule windows": schedule_windows}
-    todo = [(k, f) for k, f in pieces.items() if f is not None]
-    done = {}
-    for (key, _), value in zip(todo, fork_map(lambda kf: kf[1](), todo, jobs)):
-        if jobs > 1:
-            progress(f"{key} done")
-        done[key] = value
-    windows = done["schedule windows"]
+    later = Tasks()
+    runs = [done["window"]] if picks else []
+    if len(picks) > 1:
+        name, w, _ = picks[1]
+        lo, hi = (runs[0][0].seq, runs[0][-1].seq) if runs[0] else (1, 0)
+        later.add("window", f"schedule window {name} W={w}", lambda name=name, w=w: seq_window(
+            trace, name, w, profile, run_opts(name), lo, hi))
+    section = order = choices = None
+    if blamed:
+        section, order = done["blame"]
+        if whatif and "skipped" not in section:
+            name, w, _ = blamed
+            choices = plan_split(later, trace, profile, name, w, order,
+                                 tracker_options=tracker_options(parse_scheduler(name).tracker),
+                                 applier_options=applier_options, bugs=bugs)
+    done_later = later.run(jobs, progress, "window, split what-if")
+    if len(picks) > 1:
+        runs.append(done_later["window"])
+    windows = [Window(name, w, r, profile.group_sync, role) for (name, w, role), r in
+               zip(picks, runs)]
     data["windows"] = [window_json(w) for w in windows]
-    if "blame" in done:
-        data["blame"] = done["blame"]
-    if "what-ifs" in done:
-        data["whatif"] = done["what-ifs"]
+    if section is not None:
+        if choices is not None:
+            name, w, _ = blamed
+            base = (trace.count, kept["serial", 1][0].makespan, kept[name, w][0].makespan)
+            section["split"] = split_section(trace, choices, order, base, done_later)
+        data["blame"] = section
+    if whatifs is not None:
+        data["whatif"] = whatifs.assemble(done)
     return Report(data, windows)
 
 
@@ -341,123 +394,3 @@ def _source_summary(source: dict) -> dict:
     keep = ("server", "version", "workload", "generator", "synthetic", "hand_made", "from",
             "recorded_by", "client_threads", "sysbench_tps", "time_unit", "transactions")
     return {k: source[k] for k in keep if k in source}
-
-
-def _whatif(trace, profile, workers, names, rec, default, mariadb, tracker_options,
-            applier_options, bugs, progress, threshold, wait_counts, results) -> dict:
-    out: dict = {}
-    # Tracking mode, recomputed from the write sets, on the MySQL applier.
-    out["tracking"] = [
-        {"scheduler": r["scheduler"], "tracker": r["scheduler"].split("+")[0],
-         "workers": r["workers"], "speedup": r["speedup"], "throughput": r["throughput"]}
-        for r in results if "error" not in r and r["scheduler"] in
-        {f"{t}+mysql" for t in CLOCK_TRACKERS}]
-    # Durability: the same schedulers on the same machine, durable and relaxed, each against
-    # serial under the same settings (a relaxed-only profile has no durable variant).
-    focus = list(dict.fromkeys(n for n in (rec.get("best", {}).get("scheduler"), default) if n))
-    dur = []
-    chosen = {f"{profile.name} ({profile.durability})": profile}
-    if profile.durability == "durable":
-        chosen[f"{profile.name} (relaxed)"] = profile.with_durability("relaxed")
-    profile_key = f"{profile.name} ({profile.durability})"
-    for pname, prof in chosen.items():
-        if pname == profile_key:
-            rs = [r for r in results if r["scheduler"] in focus and "error" not in r]
-            serial_ms = next(r["makespan"] for r in results if r["scheduler"] == "serial")
-        else:
-            serial_ms = _sweep(trace, "serial", [1], prof, None, {}, {}, bugs)[0]["makespan"]
-            rs = []
-            for name in focus:
-                progress(f"durability {pname}: {name}")
-                rs += _sweep(trace, name, workers, prof, serial_ms,
-                             tracker_options(parse_scheduler(name).tracker), applier_options, bugs)
-        for r in rs:
-            if "error" in r:
-                continue
-            dur.append({"profile": pname, "scheduler": r["scheduler"], "workers": r["workers"],
-                        "speedup": r["speedup"], "throughput": r["throughput"],
-                        "makespan": r["makespan"], "serial_makespan": serial_ms})
-    out["durability"] = dur
-    # MariaDB: regroup as an intermediate replica with binlog_commit_wait_count would.
-    if mariadb:
-        rows = []
-        base = tracker_options("slave_group_commit")
-        serial_ms = next(r["makespan"] for r in results if r["scheduler"] == "serial")
-        for count in wait_counts:
-            progress(f"commit wait count {count}")
-            opts = {**base, "commit_wait_count": count}
-            shape = tracker_shape(trace, "slave_group_commit", opts)
-            for r in _sweep(trace, "slave_group_commit+mariadb_conservative", workers, profile,
-                            serial_ms, opts, applier_options, bugs):
-                if "error" in r:
-                    continue
-                rows.append({"commit_wait_count": count, "workers": r["workers"],
-                             "speedup": r["speedup"], "throughput": r["throughput"],
-                             "mean_group_size": shape and shape["mean_group_size"]})
-        out["commit_wait"] = {"commit_wait_usec": base.get("commit_wait_usec", 100000.0),
-                              "rows": rows}
-    out["delay_advice"] = _delay_advice(results, out, workers[-1], threshold, mariadb)
-    return out
-
-
-def _sweep(trace, name, workers, profile, serial_ms, topts, aopts, bugs) -> list[dict]:
-    """One scheduler at each worker count, against a serial makespan already known (the
-    what-ifs need neither the bounds nor a fresh serial run per point)."""
-    out = []
-    for w in workers:
-        m = RunMetrics(w)
-        try:
-            blocked = run_scheduler(name, trace.txns(), w, profile, m, bugs=bugs,
-                                    tracker_options=topts, applier_options=aopts)
-        except SimulationError as e:
-            out.append({"scheduler": name, "workers": w, "error": str(e)})
-            continue
-        out.append(m.result(scheduler=name, profile=profile.name, blocked=blocked,
-                            serial_makespan=serial_ms, bound=None))
-    return out
-
-
-def _speedup(results, name, w):
-    r = next((r for r in results if r["scheduler"] == name and r["workers"] == w
-              and "error" not in r), None)
-    return r and r["speedup"]
-
-
-def _delay_advice(results, whatif, wmax, threshold, mariadb) -> list[str]:
-    """Should the source delay its commits (bigger groups, wider windows)? Sentences built from
-    the numbers; a delay always costs the source commit latency, which the model does not see."""
-    out = []
-    co, ws = _speedup(results, "commit_order+mysql", wmax), _speedup(results, "writeset+mysql", wmax)
-    if co and ws:
-        if ws > co * (1 + threshold):
-            out.append(f"MySQL: writeset gets {ws:.2f}x at {wmax} workers where the source's "
-                       f"commit order gets {co:.2f}x: switch the source to "
-                       f"binlog_transaction_dependency_tracking=WRITESET rather than delaying "
-                       f"commits (binlog_group_commit_sync_delay) to widen its groups.")
-        else:
-            out.append(f"MySQL: the source's commit order already gets {co:.2f}x at {wmax} "
-                       f"workers, within {threshold:.0%} of writeset ({ws:.2f}x), which declares "
-                       f"the most parallelism these write sets allow: wider groups from a commit "
-                       f"delay could not do better; the limit is elsewhere (true conflicts, "
-                       f"commit order, workers).")
-    cw = whatif.get("commit_wait")
-    if mariadb and cw and cw["rows"]:
-        at = {r["commit_wait_count"]: r for r in cw["rows"] if r["workers"] == wmax}
-        cons = _speedup(results, "commit_id+mariadb_conservative", wmax)
-        opt = _speedup(results, "commit_id+mariadb_optimistic", wmax)
-        if at:
-            best_c = max(at, key=lambda c: (at[c]["speedup"] or 0, -c))
-            b = at[best_c]
-            msg = (f"MariaDB conservative: the source's own groups give {cons:.2f}x at {wmax} "
-                   f"workers; " if cons else "MariaDB conservative: ")
-            msg += (f"regrouped with binlog_commit_wait_count={best_c} (mean group "
-                    f"{b['mean_group_size']}) it gets {b['speedup']:.2f}x")
-            if cons and b["speedup"] > cons * (1 + threshold):
-                msg += (": bigger groups would help, at the cost of commit latency where the "
-                        "grouping happens (source or an intermediate replica).")
-            else:
-                msg += ": delaying commits would gain less than the threshold."
-            if opt:
-                msg += f" Optimistic mode gets {opt:.2f}x with no delay at all."
-            out.append(msg)
-    return out

@@ -1,9 +1,10 @@
 """The report's "Which transactions hold the replica back?" section: the blame of one run
-(commitsched.blame), the worst stall as a timeline, and the split what-if (commitsched.split)."""
+(commitsched.blame), the worst stall as a timeline, and the split what-if (commitsched.split),
+whose runs the report makes as tasks of their own (`plan_split`)."""
 from __future__ import annotations
 
 from ..blame import blame_trace, headline_text, summary
-from ..split import split_whatif
+from ..split import n_splittable, split_choices, split_point, split_rows
 from .stall import stall_data
 
 # Above this many transactions the section is left out: the blame keeps every run record.
@@ -13,23 +14,42 @@ SPLIT_CHUNKS = 4
 
 
 def blame_section(trace, profile, scheduler: str, workers: int, *, tracker_options: dict,
-                  applier_options: dict, bugs=frozenset(), whatif: bool = True,
-                  top: int = 10) -> dict:
+                  applier_options: dict, bugs=frozenset(), top: int = 10) -> tuple[dict, list]:
+    """The section without its split what-if, and the blamed seqs, most blamed first (the
+    order the split what-if takes them in)."""
     if trace.count > MAX_TRANSACTIONS:
         return {"skipped": f"{trace.count} transactions (the section keeps every run record; "
-                           f"above {MAX_TRANSACTIONS} run `commitsched blame` on a slice)"}
-    txns = list(trace.txns())
-    res = blame_trace(txns, scheduler, workers, profile, bugs=bugs,
+                           f"above {MAX_TRANSACTIONS} run `commitsched blame` on a slice)"}, []
+    res = blame_trace(list(trace.txns()), scheduler, workers, profile, bugs=bugs,
                       tracker_options=tracker_options, applier_options=applier_options)
     out = summary(res, top=top)
     out["headline_text"] = headline_text(out)
     out["stall"] = stall_data(res, sync=profile.group_sync)
-    if whatif:
-        order = [s for s, _ in res.top(len(res.by_culprit))]
-        out["split"] = split_whatif(txns, scheduler, workers, profile, order, SPLIT_KS,
-                                    SPLIT_CHUNKS, bugs=bugs, tracker_options=tracker_options,
-                                    applier_options=applier_options)
-    return out
+    return out, [s for s, _ in res.top(len(res.by_culprit))]
+
+
+def plan_split(tasks, trace, profile, scheduler: str, workers: int, order: list, *,
+               tracker_options: dict, applier_options: dict, bugs=frozenset()) -> list:
+    """Add the split what-if's runs to `tasks`: one task (two runs) per distinct set of split
+    transactions (k past what can be split repeats the set before it); the trace as it is,
+    k = 0, is not among them (`split_section` takes it from runs already made). Returns the
+    choices, for `split_section`."""
+    choices = split_choices(list(trace.txns()), order, SPLIT_KS, SPLIT_CHUNKS)
+    for k, chosen in choices:
+        key = ("split", tuple(sorted(chosen)))
+        if chosen and key not in {item[0] for item in tasks.items}:
+            tasks.add(key, f"split the top {k}",
+                      lambda chosen=chosen: split_point(
+                          list(trace.txns()), chosen, scheduler, workers, profile, bugs=bugs,
+                          tracker_options=tracker_options, applier_options=applier_options))
+    return choices
+
+
+def split_section(trace, choices: list, order: list, base: tuple, done: dict) -> list[dict]:
+    """The split what-if's rows; `base`: (transactions, serial makespan, the scheduler's
+    makespan) of the trace as it is."""
+    points = [done["split", tuple(sorted(chosen))] if chosen else base for _, chosen in choices]
+    return split_rows(choices, points, SPLIT_CHUNKS, n_splittable(list(trace.txns()), order))
 
 
 def blame_tables(b: dict) -> list[tuple[str, list[str], list[list[str]]]]:

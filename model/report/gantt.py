@@ -10,6 +10,7 @@ Barriers (DDL/admin, `last_committed = 0`) are dashed vertical lines at their di
 a red ↻ at the final start, and hovering any segment shows seq, GTID and times."""
 from __future__ import annotations
 
+from collections import deque
 from typing import Iterable, Sequence
 
 from .figures import esc, fmt, nice_ticks, svg_open
@@ -72,6 +73,66 @@ def window_bounds(idle: dict[int, float], size: int = 40,
 
 def idle_time(run) -> float:
     return max(0.0, (run.commit - run.start) - run.exec)
+
+
+class WindowSink:
+    """A run sink that keeps the run records of `window_bounds`' window in one pass over a run:
+    the same window, found with the same sums in the same order, without knowing it before the
+    run ends (two runs otherwise: one for the idle times, one for the window's records) and
+    without keeping every record. Records come in commit order; they are taken in seq order
+    (from `first_seq` on, consecutive; a seq that never comes holds the rest until `window()`)."""
+
+    def __init__(self, size: int = 40, start_seq: int | None = None, first_seq: int = 1):
+        self.size, self.start = max(1, size), start_seq
+        self.next = first_seq
+        self.pending: dict = {}             # seq -> (run, idle): came before an earlier seq
+        self.recent: deque = deque(maxlen=self.size)    # the last `size` taken, (run, idle)
+        self.taken = 0
+        self.acc = 0                        # as sum() starts
+        self.best = 0.0
+        self.best_runs: list = []
+        self.chosen: list | None = None     # with start_seq: from the first seq >= it
+
+    def __call__(self, run) -> None:
+        if run.seq != self.next:
+            self.pending[run.seq] = (run, idle_time(run))
+            return
+        self._take(run, idle_time(run))
+        self.next += 1
+        while self.next in self.pending:
+            self._take(*self.pending.pop(self.next))
+            self.next += 1
+
+    def _take(self, run, idle: float) -> None:
+        self.taken += 1
+        if self.start is not None:
+            if self.chosen is None and run.seq >= self.start:
+                self.chosen = []
+            if self.chosen is not None and len(self.chosen) < self.size:
+                self.chosen.append(run)
+            self.recent.append((run, idle))
+            return
+        if self.taken <= self.size:         # the first window: summed as window_bounds sums it
+            self.acc += idle
+            self.recent.append((run, idle))
+            if self.taken == self.size:
+                self.best, self.best_runs = self.acc, [r for r, _ in self.recent]
+            return
+        self.acc += idle - self.recent[0][1]
+        self.recent.append((run, idle))
+        if self.acc > self.best + 1e-9:
+            self.best, self.best_runs = self.acc, [r for r, _ in self.recent]
+
+    def window(self) -> list:
+        """The window's run records in seq order ([] for a run with none)."""
+        for seq in sorted(self.pending):
+            self._take(*self.pending.pop(seq))
+        if self.taken < self.size:          # fewer records than the window: all of them
+            return [r for r, _ in self.recent]
+        if self.start is not None:
+            return self.chosen if self.chosen and len(self.chosen) == self.size else \
+                [r for r, _ in self.recent]
+        return self.best_runs
 
 
 def select_window(runs: Sequence, size: int = 40, start_seq: int | None = None) -> list:

@@ -1,0 +1,78 @@
+"""The report's work after its sweep, as independent tasks: each a function of nothing, run
+`jobs` at a time in forked processes (scoring.fork_map), so that two processes share the
+windows, the blame, the what-ifs and the split what-if run by run instead of piece by piece
+(one piece, the what-ifs, was most of the work on MariaDB traces and ran in one process)."""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..metrics import RunMetrics
+from ..progress import tick_of
+from ..schedulers import run_scheduler
+from ..scoring import fork_map
+from ..simcore import SimulationError
+from .gantt import WindowSink
+
+
+class Tasks:
+    """Labelled tasks by key, run in the order added (add the longest first, so that the
+    processes finish together); the parent names each as it is done."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[object, str, Callable[[], object]]] = []
+
+    def add(self, key, label: str, fn: Callable[[], object]) -> None:
+        self.items.append((key, label, fn))
+
+    def run(self, jobs: int, progress: Callable[[str], None], title: str) -> dict:
+        done = {}
+        n = len(self.items)
+        values = fork_map(lambda item: item[2](), self.items, jobs, tick_of(progress))
+        for i, ((key, label, _), value) in enumerate(zip(self.items, values), 1):
+            progress(f"{title}: {i}/{n} done ({label})")
+            done[key] = value
+        for _ in values:        # none left: this ends the pool now rather than when collected
+            pass
+        return done
+
+
+def run_point(trace, name: str, workers: int, profile, tracker_options: dict | None,
+              applier_options: dict | None, bugs) -> tuple:
+    """One run: ((RunMetrics, blocked), None), or (None, the SimulationError's text): a deadlock
+    is a what-if's answer, not the report's failure."""
+    m = RunMetrics(workers)
+    try:
+        blocked = run_scheduler(name, trace.txns(), workers, profile, m, bugs=bugs,
+                                tracker_options=tracker_options, applier_options=applier_options)
+    except SimulationError as e:
+        return None, str(e)
+    return (m, blocked), None
+
+
+def point_result(point: tuple, name: str, workers: int, profile, serial_ms: float | None) -> dict:
+    """A `run_point` as a result row (RunMetrics.result) against a serial makespan, or its
+    error."""
+    kept, error = point
+    if kept is None:
+        return {"scheduler": name, "workers": workers, "error": error}
+    m, blocked = kept
+    return m.result(scheduler=name, profile=profile.name, blocked=blocked,
+                    serial_makespan=serial_ms, bound=None)
+
+
+def stall_window(trace, name: str, workers: int, profile, opts: dict, size: int,
+                 start: int | None, first_seq: int) -> list:
+    """The run records of the window where workers wait most (or from `start`), one run."""
+    sink = WindowSink(size, start, first_seq)
+    run_scheduler(name, trace.txns(), workers, profile, sink, **opts)
+    return sink.window()
+
+
+def seq_window(trace, name: str, workers: int, profile, opts: dict, lo: int, hi: int) -> list:
+    """The run records of seq lo..hi (only those are kept: a long trace's schedule is never
+    held in memory)."""
+    sel: list = []
+    run_scheduler(name, trace.txns(), workers, profile,
+                  lambda r: sel.append(r) if lo <= r.seq <= hi else None, **opts)
+    sel.sort(key=lambda r: r.seq)
+    return sel

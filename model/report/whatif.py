@@ -1,0 +1,173 @@
+"""The report's what-ifs: the tracking mode (from the sweep's own results), the replica's
+durability (the machine profile durable and relaxed, for the best and the default scheduler)
+and, on MariaDB traces, the commit wait count of an intermediate replica; then the advice on
+delaying commits. Planned as single runs (`Tasks`) and put together once they are done; a run
+the sweep has made already (the commit wait count the sweep's slave_group_commit uses) is
+taken from it, not made again."""
+from __future__ import annotations
+
+from ..schedulers import parse_scheduler
+from ..trackers import TrackerError, get_tracker
+from .tasks import Tasks, point_result, run_point
+
+CLOCK_TRACKERS = ("commit_order", "writeset", "writeset_session")
+WAIT_COUNTS = (1, 2, 4, 8, 16, 32)
+REGROUPED = "slave_group_commit+mariadb_conservative"
+
+
+def _same_tracker(name: str, a: dict, b: dict) -> bool:
+    """Whether two option sets make the same tracker (defaults filled in)."""
+    try:
+        return get_tracker(name, **a).opts == get_tracker(name, **b).opts
+    except TrackerError:
+        return False
+
+
+class WhatIfs:
+    """`plan` adds the runs to a `Tasks`; `assemble` makes the report's `whatif` from them."""
+
+    def __init__(self, trace, *, profile, workers, rec, default, mariadb,
+                 tracker_options, applier_options, bugs, threshold, wait_counts, results,
+                 kept, shape):
+        self.trace, self.profile, self.workers = trace, profile, workers
+        self.rec, self.default, self.mariadb = rec, default, mariadb
+        self.tracker_options, self.applier_options, self.bugs = (tracker_options,
+                                                                 applier_options, bugs)
+        self.threshold, self.wait_counts = threshold, wait_counts
+        self.results, self.kept, self.shape = results, kept, shape
+        # Durability: the same schedulers on the same machine, durable and relaxed, each
+        # against serial under the same settings (a relaxed-only profile has no durable variant).
+        self.focus = list(dict.fromkeys(n for n in (rec.get("best", {}).get("scheduler"),
+                                                    default) if n))
+        self.own = f"{profile.name} ({profile.durability})"
+        self.chosen = {self.own: profile}
+        if profile.durability == "durable":
+            self.chosen[f"{profile.name} (relaxed)"] = profile.with_durability("relaxed")
+        self.base = tracker_options("slave_group_commit")
+
+    def _wait_options(self, count: int) -> dict:
+        return {**self.base, "commit_wait_count": count}
+
+    def _swept(self, count: int) -> bool:
+        """The sweep ran slave_group_commit with this count's options already."""
+        return _same_tracker("slave_group_commit", self.base, self._wait_options(count)) and \
+            all((REGROUPED, w) in self.kept for w in self.workers)
+
+    def plan(self, tasks: Tasks) -> None:
+        t, aopts, bugs = self.trace, self.applier_options, self.bugs
+        if self.mariadb:
+            for count in self.wait_counts:
+                if self._swept(count):
+                    continue
+                opts = self._wait_options(count)
+                for w in self.workers:
+                    tasks.add(("wait", count, w), f"commit wait count {count} W={w}",
+                              lambda w=w, opts=opts: run_point(t, REGROUPED, w, self.profile,
+                                                               opts, aopts, bugs))
+        for pname, prof in self.chosen.items():
+            if pname == self.own:
+                continue
+            for name in self.focus:
+                topts = self.tracker_options(parse_scheduler(name).tracker)
+                for w in self.workers:
+                    tasks.add(("durability", pname, name, w), f"{prof.durability}: {name} W={w}",
+                              lambda name=name, w=w, prof=prof, topts=topts:
+                              run_point(t, name, w, prof, topts, aopts, bugs))
+            tasks.add(("durability", pname, "serial", 1), f"{prof.durability}: serial",
+                      lambda prof=prof: run_point(t, "serial", 1, prof, {}, {}, bugs))
+        if self.mariadb:
+            for count in self.wait_counts:
+                self.shape.plan(tasks, "slave_group_commit", self._wait_options(count))
+
+    def assemble(self, done: dict) -> dict:
+        results = self.results
+        serial_ms = next(r["makespan"] for r in results if r["scheduler"] == "serial")
+        out: dict = {}
+        # Tracking mode, recomputed from the write sets, on the MySQL applier.
+        out["tracking"] = [
+            {"scheduler": r["scheduler"], "tracker": r["scheduler"].split("+")[0],
+             "workers": r["workers"], "speedup": r["speedup"], "throughput": r["throughput"]}
+            for r in results if "error" not in r and r["scheduler"] in
+            {f"{t}+mysql" for t in CLOCK_TRACKERS}]
+        dur = []
+        for pname, prof in self.chosen.items():
+            if pname == self.own:
+                rs = [r for r in results if r["scheduler"] in self.focus and "error" not in r]
+                base_ms = serial_ms
+            else:
+                base_ms = point_result(done["durability", pname, "serial", 1], "serial", 1,
+                                       prof, None)["makespan"]
+                rs = [point_result(done["durability", pname, name, w], name, w, prof, base_ms)
+                      for name in self.focus for w in self.workers]
+            for r in rs:
+                if "error" in r:
+                    continue
+                dur.append({"profile": pname, "scheduler": r["scheduler"], "workers": r["workers"],
+                            "speedup": r["speedup"], "throughput": r["throughput"],
+                            "makespan": r["makespan"], "serial_makespan": base_ms})
+        out["durability"] = dur
+        # MariaDB: regroup as an intermediate replica with binlog_commit_wait_count would.
+        if self.mariadb:
+            rows = []
+            for count in self.wait_counts:
+                shape = self.shape.get("slave_group_commit", self._wait_options(count), done)
+                for w in self.workers:
+                    point = ((self.kept[REGROUPED, w], None) if self._swept(count)
+                             else done["wait", count, w])
+                    r = point_result(point, REGROUPED, w, self.profile, serial_ms)
+                    if "error" in r:
+                        continue
+                    rows.append({"commit_wait_count": count, "workers": r["workers"],
+                                 "speedup": r["speedup"], "throughput": r["throughput"],
+                                 "mean_group_size": shape and shape["mean_group_size"]})
+            out["commit_wait"] = {"commit_wait_usec": self.base.get("commit_wait_usec", 100000.0),
+                                  "rows": rows}
+        out["delay_advice"] = _delay_advice(results, out, self.workers[-1], self.threshold,
+                                            self.mariadb)
+        return out
+
+
+def _speedup(results, name, w):
+    r = next((r for r in results if r["scheduler"] == name and r["workers"] == w
+              and "error" not in r), None)
+    return r and r["speedup"]
+
+
+def _delay_advice(results, whatif, wmax, threshold, mariadb) -> list[str]:
+    """Should the source delay its commits (bigger groups, wider windows)? Sentences built from
+    the numbers; a delay always costs the source commit latency, which the model does not see."""
+    out = []
+    co, ws = _speedup(results, "commit_order+mysql", wmax), _speedup(results, "writeset+mysql", wmax)
+    if co and ws:
+        if ws > co * (1 + threshold):
+            out.append(f"MySQL: writeset gets {ws:.2f}x at {wmax} workers where the source's "
+                       f"commit order gets {co:.2f}x: switch the source to "
+                       f"binlog_transaction_dependency_tracking=WRITESET rather than delaying "
+                       f"commits (binlog_group_commit_sync_delay) to widen its groups.")
+        else:
+            out.append(f"MySQL: the source's commit order already gets {co:.2f}x at {wmax} "
+                       f"workers, within {threshold:.0%} of writeset ({ws:.2f}x), which declares "
+                       f"the most parallelism these write sets allow: wider groups from a commit "
+                       f"delay could not do better; the limit is elsewhere (true conflicts, "
+                       f"commit order, workers).")
+    cw = whatif.get("commit_wait")
+    if mariadb and cw and cw["rows"]:
+        at = {r["commit_wait_count"]: r for r in cw["rows"] if r["workers"] == wmax}
+        cons = _speedup(results, "commit_id+mariadb_conservative", wmax)
+        opt = _speedup(results, "commit_id+mariadb_optimistic", wmax)
+        if at:
+            best_c = max(at, key=lambda c: (at[c]["speedup"] or 0, -c))
+            b = at[best_c]
+            msg = (f"MariaDB conservative: the source's own groups give {cons:.2f}x at {wmax} "
+                   f"workers; " if cons else "MariaDB conservative: ")
+            msg += (f"regrouped with binlog_commit_wait_count={best_c} (mean group "
+                    f"{b['mean_group_size']}) it gets {b['speedup']:.2f}x")
+            if cons and b["speedup"] > cons * (1 + threshold):
+                msg += (": bigger groups would help, at the cost of commit latency where the "
+                        "grouping happens (source or an intermediate replica).")
+            else:
+                msg += ": delaying commits would gain less than the threshold."
+            if opt:
+                msg += f" Optimistic mode gets {opt:.2f}x with no delay at all."
+            out.append(msg)
+    return out
