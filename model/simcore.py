@@ -382,9 +382,9 @@ class CpuPool:
         self.queue: deque = deque()
         self.heap = heap
         self.counter = counter
-        self.holders: dict = {}       # who holds a core (runs, or a CpuTask) -> the core
+        self.holders: dict = {}       # who holds a core (runs, or a CpuTask) -> which (per_core)
         self.per_core = per_core
-        self.idle = list(range(cores))          # per_core: the idle cores
+        self.idle = list(range(cores)) if per_core else []    # per_core: the idle cores
         self.queues = [deque() for _ in range(cores)] if per_core else []
         self.last = 0                            # per_core: the core that acted last
 
