@@ -103,9 +103,10 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
                                               serial_makespan=serial_makespan, bound=bound),
                         serial_metrics, serial_blocked))
              for i, (sched, _, bound, _) in enumerate(runs) if sched.is_serial}
+    shares = _one_thread_shares(trace, runs, bugs, known)
     results = []
     unfit: set[str] = set()
-    for i, (sched, w, outcome) in enumerate(_sweep(trace, runs, common, jobs, known,
+    for i, (sched, w, outcome) in enumerate(_sweep(trace, runs, common, jobs, known, shares,
                                                    tick_of(progress))):
         progress(f"{i + 1}/{len(runs)} runs done ({sched.name} W={w})")
         if sched.name in unfit:
@@ -207,15 +208,79 @@ def _next(results, tick: Callable[[], None] | None):
             tick()
 
 
-def _sweep(trace, runs: list, common: tuple, jobs: int, known: dict, tick=None):
+def same_one_thread_run(sched, workers: int, bugs) -> bool:
+    """Whether this run is the one-thread MariaDB run, the same for every mode and tracker.
+    With one thread a MariaDB applier applies the transactions one after the other, each once
+    its predecessor committed: no GCO, speculation, lock or kill decision is left to change the
+    schedule, and the costs depend on the transaction alone, so every mode and every group
+    tracker gives the same run (tests/test_one_thread_runs.py checks it, run by run, on every
+    bundled trace and on generated ones). Not with injected bugs: they exist to break rules."""
+    return (workers == 1 and not bugs and sched.applier is not None
+            and sched.applier.startswith("mariadb_"))
+
+
+def tracker_unfit(trace, tracker: str, tracker_options: dict) -> str | None:
+    """Why `tracker` cannot annotate the trace (what a run of it would fail with), or None."""
+    from .trackers import TrackerError, get_tracker
+    try:
+        for _ in get_tracker(tracker, **tracker_options).annotate(trace.txns()):
+            pass
+    except TrackerError as e:
+        return str(e)
+    return None
+
+
+def _one_thread_shares(trace, runs: list, bugs, known: dict) -> dict[int, int]:
+    """Of the runs that are the same one-thread run (`same_one_thread_run`), only the first
+    whose tracker can annotate the trace is made; the ones before it are unfit (added to
+    `known`), and each one after it is {index: that run's index}: its tracker is only checked."""
+    same = [i for i, (sched, w, _, _) in enumerate(runs) if same_one_thread_run(sched, w, bugs)]
+    for n, i in enumerate(same):
+        sched, _, _, topts = runs[i]
+        why = tracker_unfit(trace, sched.tracker, topts)
+        if why is None:
+            return {j: i for j in same[n + 1:]}
+        known[i] = ("unfit", why)
+    return {}
+
+
+def _sweep(trace, runs: list, common: tuple, jobs: int, known: dict, shares: dict, tick=None):
     """Yield (scheduler, W, outcome) in the order of `runs`, computed `jobs` at a time, but for
-    the outcomes `known` already (by index)."""
-    todo = [run for i, run in enumerate(runs) if i not in known]
-    outcomes = fork_map(lambda run: _run_one(trace, *run, common), todo, jobs, tick)
-    for i, (sched, w, _, _) in enumerate(runs):
-        yield sched, w, known[i] if i in known else next(outcomes)
+    the outcomes `known` already (by index); a run in `shares` takes the outcome of the run it
+    names once its own tracker is found to fit the trace."""
+    def work(i: int):
+        sched, w, bound, topts = runs[i]
+        if i in shares:
+            return tracker_unfit(trace, sched.tracker, topts)
+        return _run_one(trace, sched, w, bound, topts, common)
+
+    outcomes = fork_map(work, [i for i in range(len(runs)) if i not in known], jobs, tick)
+    done: dict[int, tuple] = {}
+    for i, (sched, w, bound, _) in enumerate(runs):
+        outcome = known[i] if i in known else next(outcomes)
+        if i in shares:
+            if outcome is not None:                 # its own tracker cannot feed it
+                outcome = ("unfit", outcome)
+            elif done[shares[i]][0] == "unfit":     # (an applier option: its message names it)
+                outcome = _run_one(trace, sched, w, bound, runs[i][3], common)
+            else:
+                outcome = _shared_outcome(done[shares[i]], sched, bound, common)
+        done[i] = outcome
+        yield sched, w, outcome
     for _ in outcomes:      # none left: this ends the pool now rather than when collected
         pass
+
+
+def _shared_outcome(outcome: tuple, sched, bound: dict, common: tuple) -> tuple:
+    """Another run's outcome as this scheduler's (its result row under its own name; a
+    deadlock's message names no scheduler)."""
+    kind, value = outcome
+    if kind != "ok":
+        return outcome
+    profile, _, _, serial_makespan = common
+    _, metrics, blocked = value
+    return "ok", (metrics.result(scheduler=sched.name, profile=profile.name, blocked=blocked,
+                                 serial_makespan=serial_makespan, bound=bound), metrics, blocked)
 
 
 def heuristic_bounds_by_w(trace, profile: Profile, workers: Sequence[int],

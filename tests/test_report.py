@@ -149,8 +149,9 @@ def test_report_jobs_change_no_byte(tmp_path, capsys, trace, fmt):
 
 def test_runs_taken_from_the_sweep_give_the_figures_of_runs_made_afresh():
     """The report takes some runs from its sweep instead of making them again: the commit wait
-    count that the sweep's slave_group_commit uses, the split what-if's k = 0, the heuristic
-    bounds of every W from one pass. Each gives what a run made for it gives."""
+    count that the sweep's slave_group_commit uses, the one-thread MariaDB run (the same for
+    every mode and tracker), the split what-if's k = 0, the heuristic bounds of every W from
+    one pass. Each gives what a run made for it gives."""
     from commitsched.cli import TraceSource
     from commitsched.metrics import RunMetrics, heuristic_bounds
     from commitsched.report.analysis import build_report
@@ -170,6 +171,15 @@ def test_runs_taken_from_the_sweep_give_the_figures_of_runs_made_afresh():
         r = m.result(scheduler=REGROUPED, profile=profile.name, blocked=blocked,
                      serial_makespan=d["serial_makespan"], bound=None)
         assert (row["speedup"], row["throughput"]) == (r["speedup"], r["throughput"])
+    # the durability what-if's one-thread run is made once for both its MariaDB schedulers
+    relaxed = profile.with_durability("relaxed")
+    rows = [r for r in d["whatif"]["durability"] if r["profile"] == "replica16 (relaxed)"]
+    assert len({r["scheduler"] for r in rows if r["workers"] == 1}) == 2
+    assert all("+mariadb_" in r["scheduler"] for r in rows)
+    for row in rows:
+        m = RunMetrics(row["workers"])
+        run_scheduler(row["scheduler"], trace.txns(), row["workers"], relaxed, m)
+        assert row["makespan"] == round(m.makespan, 6)
     name, w = d["blame"]["scheduler"], d["blame"]["workers"]
     _, order = blame_section(trace, profile, name, w, tracker_options={}, applier_options={})
     assert d["blame"]["split"] == split_whatif(list(trace.txns()), name, w, profile, order,

@@ -3,10 +3,12 @@ durability (the machine profile durable and relaxed, for the best and the defaul
 and, on MariaDB traces, the commit wait count of an intermediate replica; then the advice on
 delaying commits. Planned as single runs (`Tasks`) and put together once they are done; a run
 the sweep has made already (the commit wait count the sweep's slave_group_commit uses) is
-taken from it, not made again."""
+taken from it, not made again, and so is the one-thread run of every MariaDB scheduler
+(scoring.same_one_thread_run)."""
 from __future__ import annotations
 
 from ..schedulers import parse_scheduler
+from ..scoring import same_one_thread_run
 from ..trackers import TrackerError, get_tracker
 from .tasks import Tasks, point_result, run_point
 
@@ -53,6 +55,21 @@ class WhatIfs:
         return _same_tracker("slave_group_commit", self.base, self._wait_options(count)) and \
             all((REGROUPED, w) in self.kept for w in self.workers)
 
+    def _one_thread(self, name: str, w: int) -> bool:
+        """This run is the sweep's one-thread run of the regrouped scheduler: the one-thread
+        MariaDB run does not depend on the groups (scoring.same_one_thread_run)."""
+        return (same_one_thread_run(parse_scheduler(name), w, self.bugs)
+                and (REGROUPED, 1) in self.kept)
+
+    def _durability_key(self, pname: str, name: str, w: int) -> tuple:
+        """The task that makes this durability run: for a one-thread MariaDB run, the first
+        focus scheduler's that is one (they are the same run)."""
+        def same(n: str) -> bool:
+            return same_one_thread_run(parse_scheduler(n), w, self.bugs)
+        if same(name):
+            name = next(n for n in self.focus if same(n))
+        return ("durability", pname, name, w)
+
     def plan(self, tasks: Tasks) -> None:
         t, aopts, bugs = self.trace, self.applier_options, self.bugs
         if self.mariadb:
@@ -61,6 +78,8 @@ class WhatIfs:
                     continue
                 opts = self._wait_options(count)
                 for w in self.workers:
+                    if self._one_thread(REGROUPED, w):
+                        continue
                     tasks.add(("wait", count, w), f"commit wait count {count} W={w}",
                               lambda w=w, opts=opts: run_point(t, REGROUPED, w, self.profile,
                                                                opts, aopts, bugs))
@@ -70,6 +89,8 @@ class WhatIfs:
             for name in self.focus:
                 topts = self.tracker_options(parse_scheduler(name).tracker)
                 for w in self.workers:
+                    if self._durability_key(pname, name, w)[2] != name:
+                        continue
                     tasks.add(("durability", pname, name, w), f"{prof.durability}: {name} W={w}",
                               lambda name=name, w=w, prof=prof, topts=topts:
                               run_point(t, name, w, prof, topts, aopts, bugs))
@@ -97,7 +118,8 @@ class WhatIfs:
             else:
                 base_ms = point_result(done["durability", pname, "serial", 1], "serial", 1,
                                        prof, None)["makespan"]
-                rs = [point_result(done["durability", pname, name, w], name, w, prof, base_ms)
+                rs = [point_result(done[self._durability_key(pname, name, w)], name, w, prof,
+                                   base_ms)
                       for name in self.focus for w in self.workers]
             for r in rs:
                 if "error" in r:
@@ -112,7 +134,8 @@ class WhatIfs:
             for count in self.wait_counts:
                 shape = self.shape.get("slave_group_commit", self._wait_options(count), done)
                 for w in self.workers:
-                    point = ((self.kept[REGROUPED, w], None) if self._swept(count)
+                    point = ((self.kept[REGROUPED, w], None)
+                             if self._swept(count) or self._one_thread(REGROUPED, w)
                              else done["wait", count, w])
                     r = point_result(point, REGROUPED, w, self.profile, serial_ms)
                     if "error" in r:
