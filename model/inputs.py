@@ -71,6 +71,14 @@ def check(command: str, paths: Sequence[str], schema, skip_bad: bool) -> str:
     """The kind of the inputs ('trace' or 'binlog'), or a `UsageError` for a mix, two traces,
     or import options given with a trace."""
     from .cli import UsageError
+    from .trace import TraceError
+    if len(paths) > 1:          # binlogs then: a missing one is named as such, not as a trace
+        for p in paths:
+            if os.path.isdir(p):
+                raise TraceError(p, None, "is a directory, not a binlog")
+            if not os.path.isfile(p):
+                raise TraceError(p, None, "no such file" if not os.path.lexists(p)
+                                 else "not a regular file")
     kinds = [kind_of(p) for p in paths]
     traces = [p for p, k in zip(paths, kinds) if k == "trace"]
     if traces and len(paths) > 1:

@@ -161,6 +161,14 @@ def test_mixed_inputs_are_usage_errors(capsys, argv, needle):
     assert needle in one_error_line(err)
 
 
+@pytest.mark.parametrize("second,needle", [("nope.txt", "nope.txt: no such file"),
+                                            ("tests", "tests: is a directory, not a binlog")])
+def test_a_missing_second_binlog_is_named(capsys, second, needle):
+    rc, out, err = run(capsys, "score", MY1, second, "--json")
+    assert rc == 2 and out == ""
+    assert one_error_line(err) == f"commitsched: error: {needle}"
+
+
 def test_options_are_checked_before_importing(capsys, monkeypatch):
     def no_import(*a, **k):
         raise AssertionError("imported")
