@@ -195,13 +195,21 @@ def cmd_validate(args) -> int:
 
 
 def cmd_score(args) -> int:
-    from .scoring import default_jobs, score_trace, format_table
+    from .scoring import default_jobs
     args.jobs = default_jobs(args.jobs)
     profile = _profile(args)
     bugs = _bugs(args)
+    from .inputs import opened
+    with opened("score", args.trace, schema=args.schema, skip_bad=args.skip_bad,
+                quiet=args.quiet) as inp:
+        return _score(args, inp, profile, bugs)
+
+
+def _score(args, inp, profile, bugs) -> int:
+    from .scoring import score_trace, format_table
     progress = Progress(args.quiet)
-    progress(f"reading {args.trace}")
-    trace = TraceSource(args.trace)
+    progress(f"reading {inp.label}")
+    trace = TraceSource(inp.trace)
     mysql = _mysql_defaults(args, trace.source)
     schedulers = _mysql_schedulers(args)
     results = score_trace(trace, schedulers, args.workers, profile, bugs=bugs,
@@ -216,7 +224,7 @@ def cmd_score(args) -> int:
     if args.json:
         _emit(json.dumps(results, indent=2) + "\n", args.output)
     else:
-        table = format_table(results, trace_path=args.trace, profile=profile,
+        table = format_table(results, trace_path=inp.label, profile=profile,
                              transactions=trace.count)
         if mysql is not None:
             table += f"\n{mysql.describe()} (version from {args.mysql_origin})\n"
@@ -385,6 +393,20 @@ def _add_mysql_option(p: argparse.ArgumentParser) -> None:
                         "the version of a 'MySQL x.y.z' server in the trace header, else none")
 
 
+def _add_input_arguments(p: argparse.ArgumentParser) -> None:
+    """score's and report's input: a trace, or binlogs imported on the fly (model/inputs.py)."""
+    p.add_argument("trace", nargs="+", metavar="INPUT",
+                   help="a trace (.jsonl or .jsonl.gz), or binlog files in order, as `import` "
+                        "takes them (binary MySQL 8 / MariaDB binlogs, or mysqlbinlog/"
+                        "mariadb-binlog -vv text): imported once into a temporary trace, "
+                        "removed at the end; the results are those of import, then this command")
+    g = p.add_argument_group("binlog inputs (as for `commitsched import`)")
+    g.add_argument("--schema", action="append", metavar="SQL",
+                   help="table definitions (mysqldump --no-data output); repeatable")
+    g.add_argument("--skip-bad", action="store_true",
+                   help="import what is valid and report what was skipped (on stderr)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="commitsched",
@@ -399,11 +421,13 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("trace")
     v.set_defaults(func=cmd_validate)
 
-    s = sub.add_parser("score", help="replay a trace under schedulers and worker counts",
-                       description="Replay TRACE under each scheduler and worker count and "
+    s = sub.add_parser("score", help="replay a trace (or binlogs) under schedulers and worker "
+                                     "counts",
+                       description="Replay INPUT (a trace, or binlog files imported on the "
+                                   "fly) under each scheduler and worker count and "
                                    "report makespan, throughput, speedup over serial, efficiency, "
                                    "per-worker use, blocked time by cause and the lower bound.")
-    s.add_argument("trace")
+    _add_input_arguments(s)
     s.add_argument("--scheduler", action="append", metavar="S",
                    help=SCHEDULER_HELP + " (repeatable; default: every scheduler the trace "
                         "supports)")
@@ -561,7 +585,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"commitsched: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 2
     except (RecursionError, MemoryError) as e:
-        print(f"commitsched: error: {getattr(args, 'trace', None) or 'input'}: input too large "
+        trace = getattr(args, "trace", None)
+        if isinstance(trace, list):
+            trace = " ".join(trace)
+        print(f"commitsched: error: {trace or 'input'}: input too large "
               f"or too deeply nested to process ({type(e).__name__})", file=sys.stderr)
         return 2
     except Exception as e:

@@ -32,7 +32,8 @@ from . import binlog_binary
 from .binlog_text import InputError, Reader, Skipped
 from .schema import Catalog, SchemaError
 
-__all__ = ["import_binlog", "ImportStats", "read_binlog", "TraceError", "group_stats"]
+__all__ = ["import_binlog", "ImportStats", "read_binlog", "TraceError", "group_stats",
+           "print_notes"]
 
 BINLOG_MAGIC = b"\xfebin"
 # The longest text line read (a decoded row with a large TEXT/BLOB value is one line): longer
@@ -384,17 +385,20 @@ def import_main(args) -> int:
                          if stats.groups else "0 commit groups")
         parts.append(f"{stats.files} binlog file(s)")
         print(", ".join(parts))
-        if stats.bad_lines_outside:
-            print(f"ignored {stats.bad_lines_outside} bad line(s) between transactions",
-                  file=sys.stderr)
-        if stats.skipped:
-            print(f"skipped {sum(stats.skipped.values())} transaction(s): " +
-                  "; ".join(f"{n} {why}" for why, n in stats.skipped.most_common()),
-                  file=sys.stderr)
-            for ex in stats.skipped_examples[:5]:
-                print(f"  line {ex['line']}: {ex['reason']}", file=sys.stderr)
-        if stats.metadata_tables:
-            print("note: keys of " + ", ".join(stats.metadata_tables) + " come from the binlog's "
-                  "table-map metadata, which names the PRIMARY key only; give --schema for "
-                  "UNIQUE keys and foreign keys", file=sys.stderr)
+        print_notes(stats, sys.stderr)
     return 0
+
+
+def print_notes(stats: ImportStats, out) -> None:
+    """What an import skipped or guessed, for the user (also `score`/`report` of binlogs)."""
+    if stats.bad_lines_outside:
+        print(f"ignored {stats.bad_lines_outside} bad line(s) between transactions", file=out)
+    if stats.skipped:
+        print(f"skipped {sum(stats.skipped.values())} transaction(s): " +
+              "; ".join(f"{n} {why}" for why, n in stats.skipped.most_common()), file=out)
+        for ex in stats.skipped_examples[:5]:
+            print(f"  line {ex['line']}: {ex['reason']}", file=out)
+    if stats.metadata_tables:
+        print("note: keys of " + ", ".join(stats.metadata_tables) + " come from the binlog's "
+              "table-map metadata, which names the PRIMARY key only; give --schema for "
+              "UNIQUE keys and foreign keys", file=out)

@@ -51,28 +51,37 @@ def write_report(report, out_dir: str, fmt: str) -> list[str]:
 
 
 def cmd_report(args) -> int:
-    from ..cli import (Progress, TraceSource, UsageError, _applier_options, _bugs,
-                       _mysql_defaults, _mysql_schedulers, _profile, _tracker_options)
-    from ..scoring import default_jobs
-    from .analysis import build_report
+    from ..cli import UsageError, _bugs, _profile
     if not args.output and not args.json:
         raise UsageError("report: give -o DIR (a page) or --json (the numbers on stdout)")
-    started = time.perf_counter()
-    profile = _profile(args)
-    progress = Progress(args.quiet)
-    progress(f"reading {args.trace}")
-    trace = TraceSource(args.trace)
     if args.window < 1:
         raise UsageError(f"report: --window must be at least 1, got {args.window}")
+    from ..inputs import opened
+    started = time.perf_counter()
+    profile = _profile(args)
+    bugs = _bugs(args)
+    with opened("report", args.trace, schema=args.schema, skip_bad=args.skip_bad,
+                quiet=args.quiet) as inp:
+        return _report(args, inp, profile, bugs, started)
+
+
+def _report(args, inp, profile, bugs, started: float) -> int:
+    from ..cli import (Progress, TraceSource, UsageError, _applier_options, _mysql_defaults,
+                       _mysql_schedulers, _tracker_options)
+    from ..scoring import default_jobs
+    from .analysis import build_report
+    progress = Progress(args.quiet)
+    progress(f"reading {inp.label}")
+    trace = TraceSource(inp.trace)
     if args.window_start is not None and not 1 <= args.window_start <= trace.count:
         raise UsageError(f"report: --window-start {args.window_start} is not a seq of the trace "
                          f"(1..{trace.count})")
     mysql = _mysql_defaults(args, trace.source)
-    report = build_report(trace, path=args.trace, profile=profile, workers=args.workers,
+    report = build_report(trace, path=inp.label, profile=profile, workers=args.workers,
                           schedulers=_mysql_schedulers(args), threshold=args.threshold,
                           window=args.window, window_start=args.window_start,
                           tracker_options=lambda t: _tracker_options(args, t),
-                          applier_options=_applier_options(args), bugs=_bugs(args),
+                          applier_options=_applier_options(args), bugs=bugs,
                           whatif=not args.no_whatif, progress=progress,
                           jobs=default_jobs(args.jobs))
     if mysql is not None:
@@ -119,18 +128,20 @@ def cmd_explain(args) -> int:
 
 
 def add_subcommands(sub, add_model_options) -> None:
-    from ..cli import SCHEDULER_HELP, _add_mysql_option, _positive_int, _workers
+    from ..cli import (SCHEDULER_HELP, _add_input_arguments, _add_mysql_option, _positive_int,
+                       _workers)
     from ..profiles import DEFAULT_PROFILE
     r = sub.add_parser(
-        "report", help="an HTML (or Markdown) report of a trace: workers, tracking, waits, "
-                       "schedule, dependencies, what-ifs",
-        description="Replay TRACE under every scheduler and worker count and write a "
+        "report", help="an HTML (or Markdown) report of a trace or binlogs: workers, "
+                       "tracking, waits, schedule, dependencies, what-ifs",
+        description="Replay INPUT (a trace, or binlog files imported on the fly) under every "
+                    "scheduler and worker count and write a "
                     "self-contained page answering: how many workers? which dependency "
                     "tracking? why is my replica not using its workers? should I delay commits "
                     "on the source? Predictions are for the machine profile's replica "
                     "(default `replica16`: a real MariaDB replica measured on 16 cores), with "
                     "the band its calibration residuals give.")
-    r.add_argument("trace")
+    _add_input_arguments(r)
     r.add_argument("-o", "--output", metavar="DIR", help="write the page (and report.json) here")
     r.add_argument("--format", choices=["html", "md"], default="html",
                    help="html: one index.html with the figures inline; md: report.md + SVG files")
