@@ -20,7 +20,6 @@ mod txn;
 mod values;
 
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -184,7 +183,9 @@ impl TxnReader {
             let b = &mut self.batch;
             b.seq += 1;
             b.count += 1;
-            let _ = write!(b.text, "{{\"seq\":{},", b.seq);
+            b.text.push_str("{\"seq\":");
+            txn::int(&mut b.text, b.seq);
+            b.text.push(',');
             done.write_tail(&mut b.text);
             b.text.push('\n');
             if done.commit_id.is_none() || done.commit_id != b.last_commit_id {
@@ -349,7 +350,14 @@ impl TxnReader {
             standalone = false;
         }
         let mut o = Open::new(pos, self.file);
-        o.gtid = Some(format!("{}-{}-{}", domain, ev.header().server_id(), seq));
+        let mut gtid = String::with_capacity(32);
+        for (i, part) in [domain as u64, ev.header().server_id() as u64, seq].into_iter().enumerate() {
+            if i > 0 {
+                gtid.push('-');
+            }
+            txn::int(&mut gtid, part);
+        }
+        o.gtid = Some(gtid);
         o.commit_id = commit_id;
         o.flags = flags;
         o.standalone = standalone;

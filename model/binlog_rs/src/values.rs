@@ -101,7 +101,7 @@ pub fn print_value(out: &mut String, value: &BinlogValue, ty: ColumnType) -> boo
                     return false;
                 }
             }
-            let _ = write!(out, "{}", i);
+            crate::txn::int(out, *i);
         }
         BinlogValue::Value(Value::UInt(u)) => {
             if let Some(bits) = uint_width(ty) {
@@ -112,7 +112,7 @@ pub fn print_value(out: &mut String, value: &BinlogValue, ty: ColumnType) -> boo
                     return false;
                 }
             }
-            let _ = write!(out, "{}", u);
+            crate::txn::int(out, *u);
         }
         BinlogValue::Value(Value::Bytes(b)) => match ty {
             ColumnType::MYSQL_TYPE_VARCHAR
