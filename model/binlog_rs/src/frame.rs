@@ -79,10 +79,7 @@ pub fn parse<'a, T: BinlogEvent<'a>>(fde: &'a FormatDescriptionEvent<'a>, data: 
     let mut buf = ParseBuf(data);
     let event: T = buf.parse(BinlogCtx::new(HEADER_LEN + data.len(), fde))?;
     if !buf.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::Other,
-            format!("bytes remaining on stream while reading {}", type_name::<T>()),
-        ));
+        return Err(io::Error::other(format!("bytes remaining on stream while reading {}", type_name::<T>())));
     }
     Ok(event)
 }
