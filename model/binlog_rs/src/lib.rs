@@ -16,11 +16,11 @@
 
 mod blocks;
 mod compressed;
+mod frame;
 mod txn;
 mod values;
 
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -28,8 +28,9 @@ use std::sync::Arc;
 
 use mysql_common::binlog::consts::{BinlogVersion, EventType};
 use mysql_common::binlog::events::{
-    AnonymousGtidEvent, Event, EventData, FormatDescriptionEvent, GtidEvent, QueryEvent,
-    RowsEventData, TableMapEvent,
+    AnonymousGtidEvent, DeleteRowsEvent, DeleteRowsEventV1, Event, EventData, FormatDescriptionEvent, GtidEvent,
+    PartialUpdateRowsEvent, QueryEvent, RowsEventData, TableMapEvent, UpdateRowsEvent, UpdateRowsEventV1,
+    WriteRowsEvent, WriteRowsEventV1, XidEvent,
 };
 use mysql_common::io::ParseBuf;
 use pyo3::create_exception;
@@ -37,6 +38,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use frame::Ev;
 use txn::{Open, F_ALLOW_PARALLEL, F_DDL, F_TRANSACTIONAL, F_WAITED};
 use values::{image_of_row, read_image, Columns, Image, UNPRINTED};
 
@@ -117,8 +119,10 @@ struct Batch {
 
 #[pyclass]
 struct TxnReader {
-    stream: BufReader<File>,
-    fde: FormatDescriptionEvent<'static>,
+    /// taken out while a batch is read (`run`): events are framed in its buffer
+    stream: Option<BufReader<File>>,
+    /// shared with the rows event being read (whose parse borrows it) while `self` changes
+    fde: Arc<FormatDescriptionEvent<'static>>,
     offset: u64,
     done: bool,
     strict: bool,
@@ -184,7 +188,9 @@ impl TxnReader {
             let b = &mut self.batch;
             b.seq += 1;
             b.count += 1;
-            let _ = write!(b.text, "{{\"seq\":{},", b.seq);
+            b.text.push_str("{\"seq\":");
+            txn::int(&mut b.text, b.seq);
+            b.text.push(',');
             done.write_tail(&mut b.text);
             b.text.push('\n');
             if done.commit_id.is_none() || done.commit_id != b.last_commit_id {
@@ -232,15 +238,8 @@ impl TxnReader {
         Ok(())
     }
 
-    fn read_event(&mut self) -> io::Result<Option<Event>> {
-        if self.stream.fill_buf()?.is_empty() {
-            return Ok(None);
-        }
-        Event::read(&self.fde, &mut self.stream).map(Some)
-    }
-
-    fn event(&mut self, py: Python<'_>, ev: &Event) -> Step {
-        let h = ev.header();
+    fn event(&mut self, py: Python<'_>, ev: &Ev) -> Step {
+        let h = ev.h;
         let end = h.log_pos() as u64;
         let pos = self.offset;
         self.offset += h.event_size() as u64;
@@ -252,28 +251,34 @@ impl TxnReader {
         }
         if compressed::plain_type(raw).is_some() {
             // MariaDB's compressed Query / rows events: read as the plain event they hold
-            return match compressed::uncompress(ev, &self.fde) {
-                Ok(plain) => self.dispatch(py, &plain, pos, end, ts),
+            let full = ev.event(&self.fde).map_err(fatal_decode(pos, raw))?;
+            return match compressed::uncompress(&full, &self.fde) {
+                Ok(plain) => self.dispatch(py, &Ev::of(&plain), pos, end, ts),
                 Err(why) => self.problem(format!("compressed event (type {}): {}", raw, why), pos),
             };
         }
         self.dispatch(py, ev, pos, end, ts)
     }
 
-    fn dispatch(&mut self, py: Python<'_>, ev: &Event, pos: u64, end: u64, ts: u32) -> Step {
-        let raw = ev.header().event_type_raw();
+    fn dispatch(&mut self, py: Python<'_>, ev: &Ev, pos: u64, end: u64, ts: u32) -> Step {
+        let raw = ev.h.event_type_raw();
         match raw {
             MARIADB_GTID_EVENT => return self.mariadb_gtid(ev, pos, end, ts),
             MARIADB_ANNOTATE_ROWS_EVENT => return Ok(()),
             r if r == EventType::TABLE_MAP_EVENT as u8 => return self.table_map(ev, pos),
             23 | 24 | 25 | 30 | 31 | 32 | 39 => return self.rows(py, ev, pos),
+            r if r == EventType::XID_EVENT as u8 => {
+                frame::parse::<XidEvent>(&self.fde, ev.data).map_err(fatal_decode(pos, raw))?;
+                return self.xid(pos);
+            }
             _ => {}
         }
-        let data = ev.read_data().map_err(fatal_decode(pos, raw))?;
+        let full = ev.event(&self.fde).map_err(fatal_decode(pos, raw))?;
+        let data = full.read_data().map_err(fatal_decode(pos, raw))?;
         match data {
             Some(EventData::FormatDescriptionEvent(f)) => {
                 let version = f.server_version().trim_end_matches('\0').to_string();
-                self.fde = f.into_owned();
+                self.fde = Arc::new(f.into_owned());
                 if self.rotated {
                     self.rotated = false;
                 } else if self.start_file == Some(self.file) {
@@ -288,13 +293,7 @@ impl TxnReader {
             Some(EventData::GtidEvent(g)) => self.mysql_gtid(&g, false, pos, end, ts),
             Some(EventData::AnonymousGtidEvent(AnonymousGtidEvent(g))) => self.mysql_gtid(&g, true, pos, end, ts),
             Some(EventData::QueryEvent(q)) => self.query(py, &q, pos),
-            Some(EventData::XidEvent(_)) => {
-                if self.cur.is_none() {
-                    return self.problem("COMMIT outside any transaction", pos);
-                }
-                self.finish();
-                Ok(())
-            }
+            Some(EventData::XidEvent(_)) => self.xid(pos),
             Some(EventData::RotateEvent(_)) => {
                 if self.cur.is_some() {
                     self.problem("Rotate event inside a transaction", pos)?;
@@ -314,8 +313,16 @@ impl TxnReader {
         }
     }
 
-    fn mariadb_gtid(&mut self, ev: &Event, pos: u64, end: u64, ts: u32) -> Step {
-        let d = ev.data();
+    fn xid(&mut self, pos: u64) -> Step {
+        if self.cur.is_none() {
+            return self.problem("COMMIT outside any transaction", pos);
+        }
+        self.finish();
+        Ok(())
+    }
+
+    fn mariadb_gtid(&mut self, ev: &Ev, pos: u64, end: u64, ts: u32) -> Step {
+        let d = ev.data;
         if d.len() < 13 {
             return Err(Halt::Fatal(pos, "MariaDB GTID event shorter than 13 bytes".into()));
         }
@@ -349,7 +356,14 @@ impl TxnReader {
             standalone = false;
         }
         let mut o = Open::new(pos, self.file);
-        o.gtid = Some(format!("{}-{}-{}", domain, ev.header().server_id(), seq));
+        let mut gtid = String::with_capacity(32);
+        for (i, part) in [domain as u64, ev.h.server_id() as u64, seq].into_iter().enumerate() {
+            if i > 0 {
+                gtid.push('-');
+            }
+            txn::int(&mut gtid, part);
+        }
+        o.gtid = Some(gtid);
         o.commit_id = commit_id;
         o.flags = flags;
         o.standalone = standalone;
@@ -469,18 +483,17 @@ impl TxnReader {
         Ok(())
     }
 
-    fn table_map(&mut self, ev: &Event, pos: u64) -> Step {
-        let d = ev.data();
+    fn table_map(&mut self, ev: &Ev, pos: u64) -> Step {
+        let d = ev.data;
         // each transaction maps its tables again, nearly always as before: parse only changes
         // (the table id leads the event: 6 bytes, or 4 in a post-header of 6)
         let id_len = if self.fde.get_event_type_header_length(EventType::TABLE_MAP_EVENT) == 6 { 4 } else { 6 };
         let id = (d.len() >= id_len).then(|| d[..id_len].iter().rev().fold(0u64, |a, &b| (a << 8) | b as u64));
         let known = id.is_some_and(|id| self.tables.get(&id).is_some_and(|t| t.raw == d));
         if !known {
-            let tme = match ev.read_data().map_err(fatal_decode(pos, EventType::TABLE_MAP_EVENT as u8))? {
-                Some(EventData::TableMapEvent(t)) => t.into_owned(),
-                _ => return Ok(()),
-            };
+            let tme = frame::parse::<TableMapEvent>(&self.fde, d)
+                .map_err(fatal_decode(pos, EventType::TABLE_MAP_EVENT as u8))?
+                .into_owned();
             let cols = Columns::of(&tme);
             let id = tme.table_id();
             let table = Table {
@@ -532,12 +545,21 @@ impl TxnReader {
         Ok(plan)
     }
 
-    fn rows(&mut self, py: Python<'_>, ev: &Event, pos: u64) -> Step {
-        let raw = ev.header().event_type_raw();
-        let r = match ev.read_data().map_err(fatal_decode(pos, raw))? {
-            Some(EventData::RowsEvent(r)) => r,
-            _ => return Ok(()),
-        };
+    fn rows(&mut self, py: Python<'_>, ev: &Ev, pos: u64) -> Step {
+        let raw = ev.h.event_type_raw();
+        let fde = self.fde.clone();
+        let (fde, d) = (&*fde, ev.data);
+        // the rows event types Event::read_data reads, parsed as it parses them
+        let r = match raw {
+            23 => frame::parse::<WriteRowsEventV1>(fde, d).map(RowsEventData::WriteRowsEventV1),
+            24 => frame::parse::<UpdateRowsEventV1>(fde, d).map(RowsEventData::UpdateRowsEventV1),
+            25 => frame::parse::<DeleteRowsEventV1>(fde, d).map(RowsEventData::DeleteRowsEventV1),
+            30 => frame::parse::<WriteRowsEvent>(fde, d).map(RowsEventData::WriteRowsEvent),
+            31 => frame::parse::<UpdateRowsEvent>(fde, d).map(RowsEventData::UpdateRowsEvent),
+            32 => frame::parse::<DeleteRowsEvent>(fde, d).map(RowsEventData::DeleteRowsEvent),
+            _ => frame::parse::<PartialUpdateRowsEvent>(fde, d).map(RowsEventData::PartialUpdateRowsEvent),
+        }
+        .map_err(fatal_decode(pos, raw))?;
         let id = r.table_id();
         if !self.tables.contains_key(&id) {
             return self.problem(format!("rows event for table id {} with no Table_map", id), pos);
@@ -552,7 +574,7 @@ impl TxnReader {
         };
         let plan = self.plan(py, id)?;
         let table = &self.tables[&id];
-        let images = decode_rows(&r, &table.tme, &table.cols, plan.wanted.as_deref(), ev.data().len() + 1)
+        let images = decode_rows(&r, &table.tme, &table.cols, plan.wanted.as_deref(), ev.data.len() + 1)
             .map_err(|why| Halt::Fatal(pos, why))?;
         for (b, a) in images {
             let cur = self.cur.as_mut().expect("an open transaction");
@@ -699,6 +721,71 @@ pub(crate) fn decode_rows(
     Ok(out)
 }
 
+impl TxnReader {
+    /// Reads up to `n` events from `stream` (taken out of `self` so that an event framed in
+    /// its buffer can be read while `self` changes).
+    fn run(&mut self, py: Python<'_>, stream: &mut BufReader<File>, n: usize) -> PyResult<()> {
+        for _ in 0..n {
+            if self.done {
+                break;
+            }
+            let at = self.offset;
+            let buf = match stream.fill_buf() {
+                Ok([]) => {
+                    self.end_of_file()?;
+                    break;
+                }
+                Ok(buf) => buf,
+                Err(e) => {
+                    self.fatal(at, format!("truncated or corrupt event: {}", e))?;
+                    break;
+                }
+            };
+            // mysql_common may panic on some damaged input: that is a corrupt event, not a crash
+            if let Some((ev, size)) = frame::frame(buf, &self.fde) {
+                let done = catch_unwind(AssertUnwindSafe(|| self.event(py, &ev)));
+                stream.consume(size);
+                if !self.outcome(done, at)? {
+                    break;
+                }
+                continue;
+            }
+            let ev = match catch_unwind(AssertUnwindSafe(|| Event::read(&self.fde, &mut *stream))) {
+                Ok(Ok(ev)) => ev,
+                Ok(Err(e)) => {
+                    self.fatal(at, format!("truncated or corrupt event: {}", e))?;
+                    break;
+                }
+                Err(_) => {
+                    self.fatal(at, "truncated or corrupt event".into())?;
+                    break;
+                }
+            };
+            let done = catch_unwind(AssertUnwindSafe(|| self.event(py, &Ev::of(&ev))));
+            if !self.outcome(done, at)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// What reading the event at `at` came to: whether to read on.
+    fn outcome(&mut self, done: std::thread::Result<Step>, at: u64) -> PyResult<bool> {
+        match done {
+            Ok(Ok(())) => Ok(true),
+            Ok(Err(Halt::Py(e))) => Err(e),
+            Ok(Err(Halt::Fatal(p, why))) => {
+                self.fatal(p, why)?;
+                Ok(false)
+            }
+            Err(_) => {
+                self.fatal(at, "corrupt event (the parser gave up on it)".into())?;
+                Ok(false)
+            }
+        }
+    }
+}
+
 #[pymethods]
 impl TxnReader {
     /// `hooks`: binlog_binary._Hooks; `file`, `rotated`, `start_file`: binlog_text.Reader's.
@@ -715,8 +802,8 @@ impl TxnReader {
             return Err(PyValueError::new_err("binlog position 0: not a binary binlog (no \\xfebin magic)"));
         }
         Ok(TxnReader {
-            stream,
-            fde: FormatDescriptionEvent::new(BinlogVersion::Version4),
+            stream: Some(stream),
+            fde: Arc::new(FormatDescriptionEvent::new(BinlogVersion::Version4)),
             offset: 4,
             done: false,
             strict,
@@ -753,40 +840,10 @@ impl TxnReader {
             return Ok(None);
         }
         self.batch = Batch { seq, last_commit_id, ..Default::default() };
-        for _ in 0..n {
-            if self.done {
-                break;
-            }
-            let at = self.offset;
-            // mysql_common may panic on some damaged input: that is a corrupt event, not a crash
-            let ev = match catch_unwind(AssertUnwindSafe(|| self.read_event())) {
-                Ok(Ok(Some(ev))) => ev,
-                Ok(Ok(None)) => {
-                    self.end_of_file()?;
-                    break;
-                }
-                Ok(Err(e)) => {
-                    self.fatal(at, format!("truncated or corrupt event: {}", e))?;
-                    break;
-                }
-                Err(_) => {
-                    self.fatal(at, "truncated or corrupt event".into())?;
-                    break;
-                }
-            };
-            match catch_unwind(AssertUnwindSafe(|| self.event(py, &ev))) {
-                Ok(Ok(())) => {}
-                Ok(Err(Halt::Py(e))) => return Err(e),
-                Ok(Err(Halt::Fatal(p, why))) => {
-                    self.fatal(p, why)?;
-                    break;
-                }
-                Err(_) => {
-                    self.fatal(at, "corrupt event (the parser gave up on it)".into())?;
-                    break;
-                }
-            }
-        }
+        let mut stream = self.stream.take().expect("the stream, put back after each batch");
+        let read = self.run(py, &mut stream, n);
+        self.stream = Some(stream);
+        read?;
         let b = std::mem::take(&mut self.batch);
         Ok(Some((b.text, b.count, b.groups, b.last_commit_id, b.ddl, b.last_file)))
     }

@@ -4,7 +4,8 @@
 //!
 //! The walk over an image (column bitmap, NULL bitmap, one value after another) is the row
 //! format's own; each value is decoded by `mysql_common` (`BinlogValue`). Values of columns no
-//! key needs are decoded (to step over them) but not printed.
+//! key needs are stepped over by their size where the type gives it (`skip_value`), else decoded
+//! but not printed.
 
 use std::io;
 
@@ -100,7 +101,7 @@ pub fn print_value(out: &mut String, value: &BinlogValue, ty: ColumnType) -> boo
                     return false;
                 }
             }
-            let _ = write!(out, "{}", i);
+            crate::txn::int(out, *i);
         }
         BinlogValue::Value(Value::UInt(u)) => {
             if let Some(bits) = uint_width(ty) {
@@ -111,7 +112,7 @@ pub fn print_value(out: &mut String, value: &BinlogValue, ty: ColumnType) -> boo
                     return false;
                 }
             }
-            let _ = write!(out, "{}", u);
+            crate::txn::int(out, *u);
         }
         BinlogValue::Value(Value::Bytes(b)) => match ty {
             ColumnType::MYSQL_TYPE_VARCHAR
@@ -131,6 +132,51 @@ pub fn print_value(out: &mut String, value: &BinlogValue, ty: ColumnType) -> boo
         }
     }
     false
+}
+
+/// The bytes after a value of a type whose size the metadata and a length prefix give, or None
+/// to have `mysql_common` decode it (other types, too little metadata, too few bytes: its
+/// decoder then gives the error). A key needs few columns: stepping over the others' values
+/// this way saves decoding them into owned values (an allocation and a copy each). The sizes
+/// are the decoder's own (mysql_common binlog/value.rs, BinlogValue::deserialize).
+fn skip_value<'a>(buf: &'a [u8], ty: ColumnType, meta: &[u8]) -> Option<&'a [u8]> {
+    use ColumnType::*;
+    let le = |n: usize| -> Option<usize> {
+        Some(buf.get(..n)?.iter().rev().fold(0usize, |a, &b| (a << 8) | b as usize))
+    };
+    let (prefix, len) = match ty {
+        MYSQL_TYPE_TINY | MYSQL_TYPE_YEAR => (0, 1),
+        MYSQL_TYPE_SHORT => (0, 2),
+        MYSQL_TYPE_INT24 | MYSQL_TYPE_TIME | MYSQL_TYPE_NEWDATE => (0, 3),
+        MYSQL_TYPE_LONG | MYSQL_TYPE_FLOAT | MYSQL_TYPE_TIMESTAMP => (0, 4),
+        MYSQL_TYPE_LONGLONG | MYSQL_TYPE_DOUBLE | MYSQL_TYPE_DATETIME => (0, 8),
+        MYSQL_TYPE_VARCHAR | MYSQL_TYPE_VAR_STRING => {
+            let type_len = *meta.first()? as usize | (*meta.get(1)? as usize) << 8;
+            let n = if type_len < 256 { 1 } else { 2 };
+            (n, le(n)?)
+        }
+        MYSQL_TYPE_STRING => {
+            let (b0, b1) = (*meta.first()? as usize, *meta.get(1)? as usize);
+            let length = if b0 == 0 {
+                b0 | b1 << 8
+            } else if (b0 & 0x30) != 0x30 {
+                b1 | (((b0 & 0x30) ^ 0x30) << 4) // a long CHAR()
+            } else {
+                b1
+            };
+            let n = if length < 256 { 1 } else { 2 };
+            (n, le(n)?)
+        }
+        MYSQL_TYPE_TINY_BLOB | MYSQL_TYPE_MEDIUM_BLOB | MYSQL_TYPE_LONG_BLOB | MYSQL_TYPE_BLOB => {
+            let n = *meta.first()? as usize;
+            if !(1..=4).contains(&n) {
+                return None;
+            }
+            (n, le(n)?)
+        }
+        _ => return None,
+    };
+    buf.get(prefix + len..)
 }
 
 fn bad_data(msg: &str) -> io::Error {
@@ -170,6 +216,12 @@ pub fn read_image<'a>(
             continue;
         }
         let meta: &[u8] = cols.meta.get(i).map_or(&[], |m| &m[..]);
+        if !want {
+            if let Some(rest) = skip_value(buf.0, ty, meta) {
+                buf.0 = rest;
+                continue;
+            }
+        }
         // unsigned or not, the printer shows a negative reading with its unsigned one, so
         // the signed reading is all that is needed (and MEDIUMINT prints as the printer's)
         let value: BinlogValue<'_> = buf.parse((ty, meta, false, false))?;
