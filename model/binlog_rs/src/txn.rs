@@ -227,7 +227,7 @@ pub fn json_str(o: &mut String, s: &str) {
             '\t' => o.push_str("\\t"),
             '\u{8}' => o.push_str("\\b"),
             '\u{c}' => o.push_str("\\f"),
-            ' '..='\u{7f}' => o.push(c),
+            ' '..='~' => o.push(c),     // DEL and beyond escaped, as Python's json.dumps does
             _ => {
                 let mut units = [0u16; 2];
                 for u in c.encode_utf16(&mut units) {
