@@ -232,3 +232,34 @@ def test_mariadb_compressed_events_read_alike_by_every_path(tmp_path):
         path.write_text(text)
         import_binlog([str(path)], str(tmp_path / "t.jsonl"))
         assert [t.to_json() for t in load_trace(str(tmp_path / "t.jsonl"))] == native, name
+
+
+def _events(data: bytes):
+    """(offset, type, size) of each event of a binary binlog (after its 4-byte magic)."""
+    at = 4
+    while at + 19 <= len(data):
+        size = int.from_bytes(data[at + 9:at + 13], "little")
+        yield at, data[at + 4], size
+        at += size
+
+
+def test_a_damaged_byte_is_caught_by_the_event_checksum(tmp_path):
+    """One byte of a row image changed, nothing else: the rows event still parses (into a wrong
+    key) but its CRC32 no longer matches, and the import says so, at that event, as the
+    replica's SQL thread would refuse it; --skip-bad keeps the transactions before it."""
+    data = bytearray(open(MDB, "rb").read())
+    rows = [(at, size) for at, typ, size in _events(bytes(data)) if typ in (23, 24, 25, 30, 31, 32)]
+    at, size = rows[len(rows) // 2]
+    data[at + size - 6] ^= 0x01          # the last byte of its last row image, before the CRC
+    bad = tmp_path / "bad.000002"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(TraceError) as e:
+        import_binlog([str(bad)], str(tmp_path / "o.jsonl"), schema=MDB_SCHEMA)
+    assert e.value.reason.startswith("event checksum mismatch (CRC32 in the file 0x")
+    assert e.value.reason.endswith(f"the file is damaged at this event (binlog position {at})")
+    whole = import_binlog([MDB], str(tmp_path / "whole.jsonl"), schema=MDB_SCHEMA)
+    kept = import_binlog([str(bad)], str(tmp_path / "kept.jsonl"), schema=MDB_SCHEMA,
+                         skip_bad=True)
+    assert 0 < kept.transactions < whole.transactions and sum(kept.skipped.values()) == 1
+    head = [t.to_json() for t in load_trace(str(tmp_path / "whole.jsonl"))][:kept.transactions]
+    assert [t.to_json() for t in load_trace(str(tmp_path / "kept.jsonl"))] == head

@@ -59,6 +59,42 @@ fn has_checksum(fde: &FormatDescriptionEvent<'_>) -> bool {
     footer.get_checksum_enabled() && !matches!(alg, Ok(None) | Ok(Some(BinlogChecksumAlg::BINLOG_CHECKSUM_ALG_OFF)))
 }
 
+/// Whether an event's stored CRC32 (its last 4 bytes, little-endian) is that of the bytes before
+/// it; Err with both when not. A damaged event is refused as the replica's SQL thread refuses it
+/// (`slave_sql_verify_checksum`, on by default), rather than decoded into wrong keys. Not for a
+/// format description: its checksum skips a flag the server clears on close, and it says which
+/// checksum the others have.
+pub fn check_crc(whole: &[u8]) -> Result<(), String> {
+    let Some(cut) = whole.len().checked_sub(CHECKSUM_LEN) else { return Ok(()) };
+    let stored = u32::from_le_bytes(whole[cut..].try_into().expect("4 bytes"));
+    let computed = crc32fast::hash(&whole[..cut]);
+    if stored == computed {
+        return Ok(());
+    }
+    Err(crc_mismatch(stored, computed))
+}
+
+/// What a damaged event is called, whichever way it was read.
+pub fn crc_mismatch(stored: u32, computed: u32) -> String {
+    format!("event checksum mismatch (CRC32 in the file {:#010x}, of its bytes {:#010x}): the file \
+             is damaged at this event", stored, computed)
+}
+
+/// Whether events under `fde` end with a CRC32 to check.
+pub fn checks_crc(fde: &FormatDescriptionEvent<'_>) -> bool {
+    has_checksum(fde)
+}
+
+impl<'a> Ev<'a> {
+    /// The whole event's bytes when it was framed in place (header, body, checksum).
+    pub fn bytes(&self) -> Option<&'a [u8]> {
+        match self.src {
+            Src::Bytes(b) => Some(b),
+            Src::Event(_) => None,
+        }
+    }
+}
+
 /// The event at the start of `buf` and its size, when it lies whole there, is not a format
 /// description and is long enough for its checksum; else None (read it with `Event::read`).
 pub fn frame<'a>(buf: &'a [u8], fde: &FormatDescriptionEvent<'_>) -> Option<(Ev<'a>, usize)> {

@@ -26,7 +26,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use mysql_common::binlog::consts::{BinlogVersion, EventType};
+use mysql_common::binlog::consts::{BinlogChecksumAlg, BinlogVersion, EventType};
 use mysql_common::binlog::events::{
     AnonymousGtidEvent, DeleteRowsEvent, DeleteRowsEventV1, Event, EventData, FormatDescriptionEvent, GtidEvent,
     PartialUpdateRowsEvent, QueryEvent, RowsEventData, TableMapEvent, UpdateRowsEvent, UpdateRowsEventV1,
@@ -743,6 +743,12 @@ impl TxnReader {
             };
             // mysql_common may panic on some damaged input: that is a corrupt event, not a crash
             if let Some((ev, size)) = frame::frame(buf, &self.fde) {
+                if frame::checks_crc(&self.fde) {
+                    if let Err(why) = frame::check_crc(ev.bytes().expect("framed in place")) {
+                        self.fatal(at, why)?;
+                        break;
+                    }
+                }
                 let done = catch_unwind(AssertUnwindSafe(|| self.event(py, &ev)));
                 stream.consume(size);
                 if !self.outcome(done, at)? {
@@ -761,6 +767,16 @@ impl TxnReader {
                     break;
                 }
             };
+            if let (Some(stored), Ok(Some(alg))) = (ev.checksum(), self.fde.footer().get_checksum_alg()) {
+                let is_fde = ev.header().event_type_raw() == EventType::FORMAT_DESCRIPTION_EVENT as u8;
+                if !is_fde && alg != BinlogChecksumAlg::BINLOG_CHECKSUM_ALG_OFF {
+                    let computed = ev.calc_checksum(alg);
+                    if u32::from_le_bytes(stored) != computed {
+                        self.fatal(at, frame::crc_mismatch(u32::from_le_bytes(stored), computed))?;
+                        break;
+                    }
+                }
+            }
             let done = catch_unwind(AssertUnwindSafe(|| self.event(py, &Ev::of(&ev))));
             if !self.outcome(done, at)? {
                 break;
