@@ -53,7 +53,7 @@ impl<'a> Ev<'a> {
 
 /// Whether events under `fde` end with a checksum (`Event::read`'s rule for all but a format
 /// description).
-fn has_checksum(fde: &FormatDescriptionEvent<'_>) -> bool {
+pub fn has_checksum(fde: &FormatDescriptionEvent<'_>) -> bool {
     let footer = fde.footer();
     let alg = footer.get_checksum_alg();
     footer.get_checksum_enabled() && !matches!(alg, Ok(None) | Ok(Some(BinlogChecksumAlg::BINLOG_CHECKSUM_ALG_OFF)))
@@ -78,11 +78,6 @@ pub fn check_crc(whole: &[u8]) -> Result<(), String> {
 pub fn crc_mismatch(stored: u32, computed: u32) -> String {
     format!("event checksum mismatch (CRC32 in the file {:#010x}, of its bytes {:#010x}): the file \
              is damaged at this event", stored, computed)
-}
-
-/// Whether events under `fde` end with a CRC32 to check.
-pub fn checks_crc(fde: &FormatDescriptionEvent<'_>) -> bool {
-    has_checksum(fde)
 }
 
 impl<'a> Ev<'a> {

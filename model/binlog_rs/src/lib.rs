@@ -743,7 +743,7 @@ impl TxnReader {
             };
             // mysql_common may panic on some damaged input: that is a corrupt event, not a crash
             if let Some((ev, size)) = frame::frame(buf, &self.fde) {
-                if frame::checks_crc(&self.fde) {
+                if frame::has_checksum(&self.fde) {
                     if let Err(why) = frame::check_crc(ev.bytes().expect("framed in place")) {
                         self.fatal(at, why)?;
                         break;
