@@ -138,3 +138,34 @@ def test_score_takes_and_names_log_replica_updates(tmp_path):
     text = json.dumps(outs["on"])
     assert '"log_replica_updates": true' in text
     assert '"log_replica_updates": false' in json.dumps(outs["off"])
+
+
+def test_a_fold_takes_only_its_training_workloads_counters(tmp_path):
+    """The cross-validation fold fitted on workload `a` must not see `b`'s counters: its redo
+    flush (serial iowait) and CPU growth come from `a`'s runs alone."""
+    rows = [("a", "serial", 0, 1, 1.0, 0, 0, 0, 1.0, 5.0, 0),     # 5% x 16 x 1 s / 10 = 80 ms
+            ("b", "serial", 0, 1, 1.0, 0, 0, 0, 1.0, 50.0, 0),    # ten times that
+            ("a", "conservative", 2, 1, 0.6, 0, 0, 0, 2.0, 0, 0),
+            ("b", "conservative", 2, 1, 0.6, 0, 0, 0, 9.0, 0, 0),
+            ("a", "conservative", 4, 1, 0.5, 0, 0, 0, 3.0, 0, 0),
+            ("b", "conservative", 4, 1, 0.5, 0, 0, 0, 15.0, 0, 0)]
+    folder = _timings(tmp_path, rows)
+    for name in ("a", "b"):
+        os.makedirs(tmp_path / name, exist_ok=True)
+        write_trace(str(tmp_path / name / "trace.jsonl.gz"),
+                    [Txn(i, [f"d.t/PRIMARY={i}"], events=5) for i in range(1, 11)])
+    old = r16.WORKLOADS
+    r16.WORKLOADS = ("a", "b")
+    try:
+        only_a = r16.serial_flush_wait(folder, workloads=("a",))
+        both = r16.serial_flush_wait(folder)
+        growth_a = r16.cpu_growth({"a": 5.0, "b": 5.0}, folder, workloads=("a",))
+        growth_both = r16.cpu_growth({"a": 5.0, "b": 5.0}, folder)
+    finally:
+        r16.WORKLOADS = old
+    assert only_a["commit_default"] == pytest.approx(0.05 * 16 * 1.0 / 10 * 1e6)
+    assert only_a["runs"] == 1 and both["runs"] == 2
+    # a's parallel CPU per event: (2 x 0.6 / 10 - 0.1) s = 20 ms, (3 x 0.5 / 10 - 0.1) = 50 ms
+    assert growth_a["runs"] == 2 and growth_both["runs"] == 4
+    assert growth_a["coordination_thread"] == pytest.approx((50e3 - 20e3) / 5 / 2)
+    assert growth_both["coordination_thread"] != pytest.approx(growth_a["coordination_thread"])

@@ -62,21 +62,24 @@ def trace_path(workload: str, folder: str = FOLDER) -> str:
     return os.path.join(folder, workload, "trace.jsonl.gz")
 
 
-def cpu_growth(events: dict[str, float], folder: str = FOLDER) -> dict:
+def cpu_growth(events: dict[str, float], folder: str = FOLDER,
+               workloads: tuple | None = None) -> dict:
     """The worker CPU that parallel mode adds per binlog event, and how it grows with the thread
     count, from the replica's CPU counters (never from its timings): for every parallel run,
     (busy cores x apply time / N - the same workload's median serial CPU per transaction) /
     events per transaction = a + b (W - 1), least squares over every run of both modes.
-    `events`: mean binlog events per transaction of each workload."""
+    `events`: mean binlog events per transaction of each workload; `workloads`: whose runs
+    (all by default; a cross-validation fold uses its training workload's only)."""
     import numpy as np
+    workloads = workloads or WORKLOADS
     rows = load_rows(folder)
-    n = {w: sum(1 for _ in open_trace_lines(w, folder)) for w in WORKLOADS}
+    n = {w: sum(1 for _ in open_trace_lines(w, folder)) for w in workloads}
     serial_cpu = {w: statistics.median(r["cpu_busy_cores"] * r["seconds"] / n[w] * 1e6
                                        for r in rows if r["workload"] == w and r["mode"] == "serial")
-                  for w in WORKLOADS}
+                  for w in workloads}
     xs, ys = [], []
     for r in rows:
-        if r["mode"] == "serial":
+        if r["mode"] == "serial" or r["workload"] not in workloads:
             continue
         w = r["workload"]
         extra = r["cpu_busy_cores"] * r["seconds"] / n[w] * 1e6 - serial_cpu[w]
@@ -89,16 +92,17 @@ def cpu_growth(events: dict[str, float], folder: str = FOLDER) -> dict:
             "residual_sd_us_per_event": float(resid.std())}
 
 
-def serial_flush_wait(folder: str = FOLDER) -> dict:
+def serial_flush_wait(folder: str = FOLDER, workloads: tuple | None = None) -> dict:
     """The redo-log flush a serial apply waits for per transaction, from the counters (never the
     timings): the SQL thread is the only one waiting for the disk, and a CPU is idle in iowait
     while it does, so iowait share x cores x apply time / N. The median over every serial run
-    of both workloads."""
+    of the given workloads (all by default; a cross-validation fold its training workload's)."""
+    workloads = workloads or WORKLOADS
     rows = load_rows(folder)
-    n = {w: sum(1 for _ in open_trace_lines(w, folder)) for w in WORKLOADS}
+    n = {w: sum(1 for _ in open_trace_lines(w, folder)) for w in workloads}
     cores = 16
     waits = [float(r["cpu_iowait_pct"]) / 100 * cores * r["seconds"] / n[r["workload"]] * 1e6
-             for r in rows if r["mode"] == "serial"]
+             for r in rows if r["mode"] == "serial" and r["workload"] in workloads]
     return {"commit_default": statistics.median(waits), "runs": len(waits),
             "min": min(waits), "max": max(waits)}
 
