@@ -104,10 +104,11 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
                         serial_metrics, serial_blocked))
              for i, (sched, _, bound, _) in enumerate(runs) if sched.is_serial}
     shares = _one_thread_shares(trace, runs, bugs, known)
+    alike = _same_stream_shares(trace, runs, bugs, known, shares)
     results = []
     unfit: set[str] = set()
     for i, (sched, w, outcome) in enumerate(_sweep(trace, runs, common, jobs, known, shares,
-                                                   tick_of(progress))):
+                                                   tick_of(progress), alike)):
         progress(f"{i + 1}/{len(runs)} runs done ({sched.name} W={w})")
         if sched.name in unfit:
             continue
@@ -244,20 +245,89 @@ def _one_thread_shares(trace, runs: list, bugs, known: dict) -> dict[int, int]:
     return {}
 
 
-def _sweep(trace, runs: list, common: tuple, jobs: int, known: dict, shares: dict, tick=None):
+def same_stream(trace, a: tuple[str, dict], b: tuple[str, dict]) -> bool:
+    """Whether trackers `a` and `b` ((name, options)) annotate the trace alike: both feed it
+    whole, of the same kind, with equal dependencies for every transaction. An applier sees
+    nothing of its tracker but this stream (`run_scheduler` hands it `tracker.annotate(txns)`,
+    and picks the simulation by applier and tracker kind), and a simulation is a deterministic
+    function of its stream, workers, profile and options: so two schedulers with the same
+    applier whose trackers annotate alike make the same run at every W (WRITESET_SESSION is
+    WRITESET on a trace without sessions, e.g. a MariaDB binlog, whose DML carries no thread
+    id). One pass over both, stopped at the first difference; an unfit tracker is never alike.
+    tests/test_same_stream_runs.py checks the shared rows against runs made for them."""
+    from itertools import tee, zip_longest
+    from .trackers import TrackerError, get_tracker
+    try:
+        ta, tb = get_tracker(a[0], **a[1]), get_tracker(b[0], **b[1])
+        if ta.kind != tb.kind:
+            return False
+        xs, ys = tee(trace.txns())          # the same Txn objects, read once
+        end = (None, object())
+        for (x, dx), (y, dy) in zip_longest(ta.annotate(xs), tb.annotate(ys), fillvalue=end):
+            if x is not y or dx != dy:
+                return False
+    except TrackerError:
+        return False
+    return True
+
+
+def _same_stream_shares(trace, runs: list, bugs, known: dict, shares: dict) -> dict[int, int]:
+    """{index: index of the earlier run it is the same run as} for runs (not `known`, not
+    sharing the one-thread run already) with the same applier and W whose trackers annotate the
+    trace alike (`same_stream`); each pair of trackers is compared once. Not with injected bugs
+    (as `same_one_thread_run`)."""
+    if bugs:
+        return {}
+    verdict: dict = {}
+
+    def alike(a: tuple, b: tuple) -> bool:
+        key = (a[0], repr(sorted(a[1].items())), b[0], repr(sorted(b[1].items())))
+        if key not in verdict:
+            verdict[key] = same_stream(trace, a, b)
+        return verdict[key]
+
+    firsts: dict[tuple, list[int]] = {}        # (applier, W) -> runs made, one per stream
+    out: dict[int, int] = {}
+    for i, (sched, w, _, topts) in enumerate(runs):
+        if sched.is_serial or i in known or i in shares:
+            continue
+        made = firsts.setdefault((sched.applier, w), [])
+        me = (sched.tracker, topts)
+        same = next((j for j in made
+                     if alike((runs[j][0].tracker, runs[j][3]), me)), None)
+        if same is None:
+            made.append(i)
+        else:
+            out[i] = same
+    return out
+
+
+def _sweep(trace, runs: list, common: tuple, jobs: int, known: dict, shares: dict, tick=None,
+           alike: dict | None = None):
     """Yield (scheduler, W, outcome) in the order of `runs`, computed `jobs` at a time, but for
     the outcomes `known` already (by index); a run in `shares` takes the outcome of the run it
-    names once its own tracker is found to fit the trace."""
+    names once its own tracker is found to fit the trace; a run in `alike` takes the outcome of
+    the run it names (`same_stream`: nothing to check)."""
+    alike = alike or {}
+
     def work(i: int):
         sched, w, bound, topts = runs[i]
         if i in shares:
             return tracker_unfit(trace, sched.tracker, topts)
         return _run_one(trace, sched, w, bound, topts, common)
 
-    outcomes = fork_map(work, [i for i in range(len(runs)) if i not in known], jobs, tick)
+    outcomes = fork_map(work, [i for i in range(len(runs)) if i not in known and i not in alike],
+                        jobs, tick)
     done: dict[int, tuple] = {}
     for i, (sched, w, bound, _) in enumerate(runs):
-        outcome = known[i] if i in known else next(outcomes)
+        if i in alike:
+            outcome = done[alike[i]]
+            # unfit after its tracker fed the whole trace: an applier option, whose message
+            # names the scheduler: its own run says it under its own name
+            outcome = (_run_one(trace, sched, w, bound, runs[i][3], common)
+                       if outcome[0] == "unfit" else _shared_outcome(outcome, sched, bound, common))
+        else:
+            outcome = known[i] if i in known else next(outcomes)
         if i in shares:
             if outcome is not None:                 # its own tracker cannot feed it
                 outcome = ("unfit", outcome)

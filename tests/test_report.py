@@ -190,6 +190,13 @@ def test_runs_taken_from_the_sweep_give_the_figures_of_runs_made_afresh():
     best = d["windows"][0]
     runs, _ = collect(best["scheduler"], list(trace.txns()), best["workers"], profile)
     assert [r["seq"] for r in best["runs"]] == [r.seq for r in gantt.select_window(runs)]
+    # the server default's window, made in the same task right after it, at the same seqs
+    assert len(d["windows"]) == 2
+    other = d["windows"][1]
+    runs, _ = collect(other["scheduler"], list(trace.txns()), other["workers"], profile)
+    lo, hi = best["first_seq"], best["last_seq"]
+    assert [(r["seq"], r["start"], r["commit"]) for r in other["runs"]] == [
+        (r.seq, r.start, r.commit) for r in runs if lo <= r.seq <= hi]
 
 
 @pytest.mark.parametrize("argv,needle", [

@@ -16,7 +16,7 @@ from ..trackers import TrackerError, get_tracker
 from .blame_section import blame_section, plan_split, split_section
 from .gantt import is_barrier, segments
 from .depgraph import stallers
-from .tasks import Tasks, seq_window, stall_window
+from .tasks import Tasks, windows_task
 from .whatif import WAIT_COUNTS, WhatIfs
 
 SHAPE_TRACKERS = ("commit_order", "writeset", "writeset_session", "commit_id",
@@ -345,10 +345,10 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
             trace, profile, name, w, tracker_options=tracker_options(
                 parse_scheduler(name).tracker), applier_options=applier_options, bugs=bugs))
     if picks:
-        name, w, _ = picks[0]
-        tasks.add("window", f"schedule window {name} W={w}", lambda name=name, w=w: stall_window(
-            trace, name, w, profile, run_opts(name), window, window_start,
-            first.seq if first else 1))
+        # Both windows in one task: the second (the server default at the first one's seqs)
+        # follows at once instead of alone in the second round, with a core idle beside it.
+        tasks.add("window", "schedule windows", lambda: windows_task(
+            trace, picks, profile, run_opts, window, window_start, first.seq if first else 1))
     whatifs = None
     if whatif:
         whatifs = WhatIfs(trace, profile=profile, workers=workers, rec=rec,
@@ -359,12 +359,7 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     done = tasks.run(jobs, progress, "windows, blame, what-ifs")
 
     later = Tasks()
-    runs = [done["window"]] if picks else []
-    if len(picks) > 1:
-        name, w, _ = picks[1]
-        lo, hi = (runs[0][0].seq, runs[0][-1].seq) if runs[0] else (1, 0)
-        later.add("window", f"schedule window {name} W={w}", lambda name=name, w=w: seq_window(
-            trace, name, w, profile, run_opts(name), lo, hi))
+    runs = done["window"] if picks else []
     section = order = choices = None
     if blamed:
         section, order = done["blame"]
@@ -373,9 +368,7 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
             choices = plan_split(later, trace, profile, name, w, order,
                                  tracker_options=tracker_options(parse_scheduler(name).tracker),
                                  applier_options=applier_options, bugs=bugs)
-    done_later = later.run(jobs, progress, "window, split what-if")
-    if len(picks) > 1:
-        runs.append(done_later["window"])
+    done_later = later.run(jobs, progress, "split what-if")
     windows = [Window(name, w, r, profile.group_sync, role) for (name, w, role), r in
                zip(picks, runs)]
     data["windows"] = [window_json(w) for w in windows]

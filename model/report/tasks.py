@@ -76,3 +76,15 @@ def seq_window(trace, name: str, workers: int, profile, opts: dict, lo: int, hi:
                   lambda r: sel.append(r) if lo <= r.seq <= hi else None, **opts)
     sel.sort(key=lambda r: r.seq)
     return sel
+
+
+def windows_task(trace, picks: list, profile, run_opts, size: int, start: int | None,
+                 first_seq: int) -> list:
+    """The report's schedule windows, one run each: the first pick's where workers wait most
+    (or from `start`: `stall_window`), then each other pick's at the same seqs (`seq_window`)."""
+    name, w, _ = picks[0]
+    out = [stall_window(trace, name, w, profile, run_opts(name), size, start, first_seq)]
+    lo, hi = (out[0][0].seq, out[0][-1].seq) if out[0] else (1, 0)
+    for name, w, _ in picks[1:]:
+        out.append(seq_window(trace, name, w, profile, run_opts(name), lo, hi))
+    return out
