@@ -513,6 +513,7 @@ def _settle(batch: list[Txn], prev: Txn | None) -> list[tuple[str, ...]] | None:
     else:
         seq, file, last_sn = prev.seq, prev.file, prev.sequence_number
     flag_sets, no_flags = _FLAG_SETS, _NO_FLAGS
+    last_flags, last_shared = None, None
     writes_of_each: list[tuple[str, ...]] = []
     add = writes_of_each.append
     for txn in batch:
@@ -534,8 +535,12 @@ def _settle(batch: list[Txn], prev: Txn | None) -> list[tuple[str, ...]] | None:
         add(writes)
         flags = txn.flags
         if flags is not no_flags:   # a tuple as decoded (the default is shared already)
-            shared = flag_sets.get(flags)
-            txn.flags = shared if shared is not None else _share_flags(flags)
+            if flags != last_flags:     # most lines repeat the line before's
+                last_flags = flags
+                last_shared = flag_sets.get(flags)
+                if last_shared is None:
+                    last_shared = _share_flags(flags)
+            txn.flags = last_shared
         f = txn.file
         if f != file:
             if f is None:           # null: absent, as for every optional field
