@@ -211,9 +211,9 @@ def _row(seq, **kw):
     return json.dumps({"seq": seq, "writes": [f"d.t/PRIMARY={seq}"], **kw})
 
 
-# Whole-batch checks (`_order_ok`, the row-key form's quick comparison) against the careful
-# path, on batches a line at a time cannot show: rotations inside a batch, clocks that reset
-# or go back, mixed clocks, keys whose values hold the form characters.
+# The fast path's checks across lines (`_settle`, the row-key form's quick comparison) against
+# the careful path, on batches a line at a time cannot show: rotations inside a batch, clocks
+# that reset or go back, mixed clocks, keys whose values hold the form characters.
 _BATCHES = {
     "clock": [_row(i, last_committed=i - 1, sequence_number=i) for i in range(1, 9)],
     "rotation resets the clock": [_row(1, last_committed=0, sequence_number=5),
