@@ -173,16 +173,24 @@ def _normalise(txn: Txn) -> None:
     """What `Txn(...)` does after building: normalise what code may pass loosely (lists, sets,
     None for file 1), remove repeated keys from `writes`, share the few flag sets."""
     writes = txn.writes
-    if type(writes) is not tuple or (len(writes) > 1 and len(set(writes)) != len(writes)):
-        # An UPDATE that keeps a key lists it in both images: a key is written once.
+    if type(writes) is tuple:
+        n = len(writes)             # repeats are rare: few keys are compared, not hashed
+        if n > 1 and (writes[0] == writes[1] if n == 2 else
+                      (writes[0] == writes[1] or writes[0] == writes[2] or writes[1] == writes[2])
+                      if n == 3 else len(set(writes)) != n):
+            # An UPDATE that keeps a key lists it in both images: a key is written once.
+            txn.writes = tuple(dict.fromkeys(writes))
+    else:
         txn.writes = tuple(dict.fromkeys(writes))
     flags = txn.flags
     if flags:
         try:
-            txn.flags = _FLAG_SETS[flags]
+            shared = _FLAG_SETS[flags]
         except (KeyError, TypeError):       # a set not seen yet, or a list
-            txn.flags = _share_flags(flags)
-    else:
+            shared = _share_flags(flags)
+        if shared is not flags:
+            txn.flags = shared
+    elif flags is not _NO_FLAGS:
         txn.flags = _NO_FLAGS
     if txn.file is None:            # null: absent, as for every other optional field
         txn.file = 1
