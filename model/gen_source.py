@@ -397,10 +397,10 @@ class _Source(WorkloadShapes):
                 self.obs("flush", self.now, m.id, s)
             self._push(t, _ENGINE_COMMIT, m)
             flags = _FLAGS[m.ddl, m.waited]
-            writes = list(m.writes)
+            writes = tuple(m.writes)
             self.out.append(Txn(
                 s, writes,
-                before_images=[k for k, only_before in m.writes.items() if only_before],
+                before_images=tuple(k for k, only_before in m.writes.items() if only_before),
                 gtid=f"0-1-{s}" if mariadb else f"{self.server_uuid}:{s}",
                 file=self.file,
                 last_committed=m.lc_abs - self.offset if m.lc_abs > self.offset else 0,

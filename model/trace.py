@@ -54,8 +54,8 @@ _Int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 _Flag = Literal["ddl", "waited", "transactional", "allow_parallel"]
 # The few distinct flag sets, shared: each seen as a frozenset, or as the tuple a trace line
 # decodes to (short ones only: a line may repeat a flag any number of times), to its one set.
-_FLAG_SETS: dict[frozenset | tuple, frozenset] = {}
 _NO_FLAGS: frozenset = frozenset()
+_FLAG_SETS: dict[frozenset | tuple, frozenset] = {_NO_FLAGS: _NO_FLAGS, (): _NO_FLAGS}
 
 
 def _share_flags(flags) -> frozenset:
@@ -66,12 +66,25 @@ def _share_flags(flags) -> frozenset:
     return shared
 
 
+class _TxnMeta(type(msgspec.Struct)):
+    """`Txn(...)` in code normalises what its caller may pass loosely (`_normalise`). Decoding a
+    trace line does not come through here (msgspec builds the struct in C; a decoded line never
+    holds those loose forms): the loader normalises a decoded chunk in the same pass that checks
+    it (`_settle`). A `__post_init__` would run for every decoded line too, and cost a fifth of
+    the load."""
+
+    def __call__(cls, *args, **kwargs):
+        txn = super().__call__(*args, **kwargs)
+        _normalise(txn)
+        return txn
+
+
 class _TxnHead(msgspec.Struct, gc=False):
     seq: Annotated[int, msgspec.Meta(ge=1)]
     writes: tuple[str, ...]
 
 
-class Txn(_TxnHead, kw_only=True, forbid_unknown_fields=True, gc=False):
+class Txn(_TxnHead, metaclass=_TxnMeta, kw_only=True, forbid_unknown_fields=True, gc=False):
     """One source transaction. `writes` are row keys `db.table/INDEX=v1,v2` (design §3).
 
     Not tracked by the cycle collector (gc=False): a Txn holds only strings, numbers, tuples
@@ -79,6 +92,9 @@ class Txn(_TxnHead, kw_only=True, forbid_unknown_fields=True, gc=False):
     walked by every full collection of everything that runs after the load.
 
     `Txn(seq, writes, gtid=..., ...)`; the fields are the trace format's (docs/trace-format.md).
+    Built so, it is normalised: lists become tuples, a key repeated in `writes` counts once,
+    `flags` (any iterable) becomes its shared frozenset, `file=None` is 1. Setting a field
+    afterwards (or `msgspec.structs.replace`) normalises nothing: give tuples and frozensets.
     """
 
     # Keys that only an UPDATE's before image contributes (a changed unique value): part of
@@ -89,9 +105,9 @@ class Txn(_TxnHead, kw_only=True, forbid_unknown_fields=True, gc=False):
     last_committed: Optional[_NonNeg] = None
     sequence_number: Optional[_NonNeg] = None
     commit_id: Optional[_NonNeg] = None
-    # A frozenset once built (shared: __post_init__). The annotation is the decoder's schema: a
-    # line's flags decode to a tuple, which __post_init__ turns into its shared set by one dict
-    # lookup, cheaper than decoding a new frozenset per line.
+    # A frozenset once built (shared: _normalise, _settle). The annotation is the
+    # decoder's schema: a line's flags decode to a tuple, which the loader turns into its shared
+    # set by one dict lookup, cheaper than decoding a new frozenset per line.
     flags: tuple[_Flag, ...] = _NO_FLAGS
     session: Union[int, str, None] = None
     db: Optional[tuple[str, ...]] = None
@@ -115,45 +131,6 @@ class Txn(_TxnHead, kw_only=True, forbid_unknown_fields=True, gc=False):
     # another plan's index scan: semantics.md §1.8), taken at the transaction's last
     # statement; the cause of commit-order deadlocks (model/applier_mysql.py).
     replica_locks: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        # Runs after __init__ and after decoding (once per line of a multi-million-line trace:
-        # keep it lean): normalise what code may pass loosely, share the few flag sets.
-        writes = self.writes
-        if type(writes) is tuple:
-            # Repeats are rare: a short tuple's members are compared rather than put in a set
-            # (a third of the decoding time of a trace of 3-key transactions).
-            n = len(writes)
-            if n == 3:
-                a, b, c = writes
-                repeats = a == b or a == c or b == c
-            elif n > 3:
-                repeats = len(set(writes)) != n
-            elif n == 2:
-                repeats = writes[0] == writes[1]
-            else:
-                repeats = False
-        else:
-            repeats = True
-        if repeats:
-            # An UPDATE that keeps a key lists it in both images: a key is written once.
-            self.writes = tuple(dict.fromkeys(writes))
-        flags = self.flags
-        if flags:
-            try:
-                self.flags = _FLAG_SETS[flags]
-            except (KeyError, TypeError):       # a set not seen yet, or a list
-                self.flags = _share_flags(flags)
-        else:
-            self.flags = _NO_FLAGS
-        if self.file is None:           # null: absent, as for every other optional field
-            self.file = 1
-        if type(self.before_images) is not tuple:
-            self.before_images = tuple(self.before_images)
-        if type(self.replica_locks) is not tuple:
-            self.replica_locks = tuple(self.replica_locks)
-        if self.db is not None and type(self.db) is not tuple:
-            self.db = tuple(self.db)
 
     @property
     def schemas(self) -> tuple[str, ...]:
@@ -190,6 +167,39 @@ class Txn(_TxnHead, kw_only=True, forbid_unknown_fields=True, gc=False):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Txn) and self.to_json() == other.to_json()
+
+
+def _normalise(txn: Txn) -> None:
+    """What `Txn(...)` does after building: normalise what code may pass loosely (lists, sets,
+    None for file 1), remove repeated keys from `writes`, share the few flag sets."""
+    writes = txn.writes
+    if type(writes) is tuple:
+        n = len(writes)             # repeats are rare: few keys are compared, not hashed
+        if n > 1 and (writes[0] == writes[1] if n == 2 else
+                      (writes[0] == writes[1] or writes[0] == writes[2] or writes[1] == writes[2])
+                      if n == 3 else len(set(writes)) != n):
+            # An UPDATE that keeps a key lists it in both images: a key is written once.
+            txn.writes = tuple(dict.fromkeys(writes))
+    else:
+        txn.writes = tuple(dict.fromkeys(writes))
+    flags = txn.flags
+    if flags:
+        try:
+            shared = _FLAG_SETS[flags]
+        except (KeyError, TypeError):       # a set not seen yet, or a list
+            shared = _share_flags(flags)
+        if shared is not flags:
+            txn.flags = shared
+    elif flags is not _NO_FLAGS:
+        txn.flags = _NO_FLAGS
+    if txn.file is None:            # null: absent, as for every other optional field
+        txn.file = 1
+    if type(txn.before_images) is not tuple:
+        txn.before_images = tuple(txn.before_images)
+    if type(txn.replica_locks) is not tuple:
+        txn.replica_locks = tuple(txn.replica_locks)
+    if txn.db is not None and type(txn.db) is not tuple:
+        txn.db = tuple(txn.db)
 
 
 @dataclass
@@ -439,7 +449,6 @@ def _keys_ok(keys: str) -> bool:
 
 
 _COMMON_FORM = b"./=\0" * (1 << 16)  # up to 65,536 keys a chunk; more: the regex
-_writes_of = operator.attrgetter("writes")
 _decode_lines = msgspec.json.Decoder(Txn).decode_lines
 
 
@@ -491,63 +500,76 @@ def _chunks(fh: IO[bytes], path: str) -> Iterator[tuple[int, bytes | memoryview,
         yield line, b"".join(rest), 0
 
 
-_seq_of, _file_of = operator.attrgetter("seq"), operator.attrgetter("file")
-_lc_of, _sn_of = operator.attrgetter("last_committed"), operator.attrgetter("sequence_number")
-_before_of = operator.attrgetter("before_images")
-_wss_of = operator.attrgetter("write_set_size")
+def _settle(batch: list[Txn], prev: Txn | None) -> list[tuple[str, ...]] | None:
+    """A decoded chunk's transactions normalised and checked across lines, in one pass: each
+    one's `writes` (in order), or None to send the chunk to the careful path (which then finds
+    the problem, or not: None for a chunk that is good only costs time).
 
+    Normalised as `Txn(...)` would (`_normalise`; a decoded line holds no list or set): a key
+    repeated in `writes` counts once, `flags` (decoded as a tuple) becomes its shared frozenset,
+    a null `file` is 1. Checked as `_OrderCheck` does one transaction at a time: seq counts on
+    from `prev`'s, files never go back, last_committed/sequence_number come together with lc <
+    sn, sequence_number increases within a file (from the transaction before); before_images
+    within writes, write_set_size at least len(writes).
 
-def _order_ok(batch: list[Txn], prev: Txn | None) -> bool:
-    """Whether a decoded batch passes every check across lines (what `_OrderCheck` checks one
-    transaction at a time), by whole-list operations: seq counts on from `prev`'s, files never
-    go back, last_committed/sequence_number come together with lc < sn, sequence_number
-    increases within a file; before_images within writes, write_set_size at least len(writes).
-    False sends the batch to the careful path (which then finds the problem, or not: a False
-    here for a batch that is good only costs time)."""
-    n = len(batch)
-    start = prev.seq + 1 if prev is not None else 1
-    seqs = list(map(_seq_of, batch))
-    if seqs != list(range(start, start + n)):
-        return False
-    files = list(map(_file_of, batch))
-    file0 = prev.file if prev is not None else files[0]
-    one_file = files.count(file0) == n
-    if not one_file and (files[0] < file0 or not all(map(operator.le, files, files[1:]))):
-        return False
-    sns = list(map(_sn_of, batch))
-    no_clock = sns.count(None)
-    if no_clock == n:               # MariaDB, or no logical clock at all
-        if list(map(_lc_of, batch)).count(None) != n:
-            return False            # last_committed without sequence_number
-    elif no_clock:
-        return False                # mixed: the careful path pairs them up
+    One Python loop reading each transaction's fields once: measured against whole-list
+    operations (an `operator.attrgetter` list per field, `map` over them) and a per-line
+    `__post_init__`, it is the cheapest by far, as each of those walks a chunk's few thousand
+    objects again (or pays a call per line)."""
+    if prev is None:
+        seq, file, last_sn = 0, 0, None     # file 0: before any (files count from 1)
     else:
-        try:
-            if not all(map(operator.lt, map(_lc_of, batch), sns)):
-                return False
-        except TypeError:           # a last_committed missing (None < int)
-            return False
-        prev_sn = prev.sequence_number if prev is not None else None
-        if one_file:
-            if prev_sn is not None and sns[0] <= prev_sn:
-                return False
-            if not all(map(operator.lt, sns, itertools.islice(sns, 1, None))):
-                return False
-        else:                       # a rotation inside the batch: the order is per file
-            last_file, last_sn = (prev.file, prev_sn) if prev is not None else (None, None)
-            for f, sn in zip(files, sns):
-                if f == last_file and last_sn is not None and sn <= last_sn:
-                    return False
-                last_file, last_sn = f, sn
-    if any(map(_before_of, batch)):
-        for txn in batch:
-            if txn.before_images and not set(txn.before_images) <= set(txn.writes):
-                return False
-    if list(map(_wss_of, batch)).count(None) != n:
-        for txn in batch:
-            if txn.write_set_size is not None and txn.write_set_size < len(txn.writes):
-                return False
-    return True
+        seq, file, last_sn = prev.seq, prev.file, prev.sequence_number
+    flag_sets, no_flags = _FLAG_SETS, _NO_FLAGS
+    last_flags, last_shared = None, None
+    writes_of_each: list[tuple[str, ...]] = []
+    add = writes_of_each.append
+    for txn in batch:
+        seq += 1
+        if txn.seq != seq:
+            return None
+        writes = txn.writes
+        n = len(writes)
+        if n > 1:                   # repeats are rare: few keys are compared, not hashed
+            if n == 3:
+                a, b, c = writes
+                repeats = a == b or a == c or b == c
+            elif n == 2:
+                repeats = writes[0] == writes[1]
+            else:
+                repeats = len(set(writes)) != n
+            if repeats:             # an UPDATE that keeps a key lists it in both images
+                txn.writes = writes = tuple(dict.fromkeys(writes))
+        add(writes)
+        flags = txn.flags
+        if flags is not no_flags:   # a tuple as decoded (the default is shared already)
+            if flags != last_flags:     # most lines repeat the line before's
+                last_flags = flags
+                last_shared = flag_sets.get(flags)
+                if last_shared is None:
+                    last_shared = _share_flags(flags)
+            txn.flags = last_shared
+        f = txn.file
+        if f != file:
+            if f is None:           # null: absent, as for every optional field
+                txn.file = f = 1
+            if f < file:
+                return None
+            if f != file:
+                file, last_sn = f, None
+        sn, lc = txn.sequence_number, txn.last_committed
+        if sn is None:
+            if lc is not None:
+                return None
+        elif lc is None or lc >= sn or (last_sn is not None and sn <= last_sn):
+            return None
+        last_sn = sn
+        if txn.before_images and not set(txn.before_images) <= set(writes):
+            return None
+        size = txn.write_set_size
+        if size is not None and size < len(writes):
+            return None
+    return writes_of_each
 
 
 def _fast_batch(chunk: bytes | memoryview, newlines: int, check: _OrderCheck) -> list[Txn] | None:
@@ -561,10 +583,11 @@ def _fast_batch(chunk: bytes | memoryview, newlines: int, check: _OrderCheck) ->
         return None                 # blank lines: line numbers need the careful path
     if not batch:
         return batch
-    keys = "\0".join(itertools.chain.from_iterable(map(_writes_of, batch)))
-    if (keys or any(map(_writes_of, batch))) and not _keys_ok(keys):   # "": no key, or [""]
+    writes = _settle(batch, check.prev)
+    if writes is None:
         return None
-    if not _order_ok(batch, check.prev):
+    keys = "\0".join(itertools.chain.from_iterable(writes))
+    if (keys or any(writes)) and not _keys_ok(keys):   # "": no key, or [""]
         return None
     check.prev = batch[-1]
     return batch

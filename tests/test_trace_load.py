@@ -71,6 +71,10 @@ def assert_loads_as_the_careful_path(path, lines):
         got = load_trace(path).txns
         assert [t.to_json() for t in got] == [t.to_json() for t in expected]
         assert [type(t.exec) for t in got] == [type(t.exec) for t in expected]
+        # normalised alike: tuples, and the very same shared flag sets
+        assert all(type(t.writes) is tuple and type(t.before_images) is tuple
+                   and type(t.flags) is frozenset and type(t.file) is int for t in got)
+        assert all(t.flags is e.flags for t, e in zip(got, expected))
 
 
 @st.composite
@@ -207,9 +211,9 @@ def _row(seq, **kw):
     return json.dumps({"seq": seq, "writes": [f"d.t/PRIMARY={seq}"], **kw})
 
 
-# Whole-batch checks (`_order_ok`, the row-key form's quick comparison) against the careful
-# path, on batches a line at a time cannot show: rotations inside a batch, clocks that reset
-# or go back, mixed clocks, keys whose values hold the form characters.
+# The fast path's checks across lines (`_settle`, the row-key form's quick comparison) against
+# the careful path, on batches a line at a time cannot show: rotations inside a batch, clocks
+# that reset or go back, mixed clocks, keys whose values hold the form characters.
 _BATCHES = {
     "clock": [_row(i, last_committed=i - 1, sequence_number=i) for i in range(1, 9)],
     "rotation resets the clock": [_row(1, last_committed=0, sequence_number=5),
@@ -244,6 +248,26 @@ _BATCHES = {
     "the only key empty": [json.dumps({"seq": 1, "writes": [""]}), _row(2)],
     "only empty keys": [json.dumps({"seq": 1, "writes": [""]})],
     "no writes": [json.dumps({"seq": 1, "writes": []}), _row(2)],
+    # normalised on the fast path as Txn(...) normalises: a key listed twice counts once (and
+    # write_set_size is held against the keys left), a null file is 1, flags share their set
+    "keys repeated": [json.dumps({"seq": 1, "writes": ["d.t/P=1", "d.t/P=1"], "write_set_size": 1}),
+                      json.dumps({"seq": 2, "writes": ["d.t/P=1", "d.t/P=2", "d.t/P=1"]}),
+                      json.dumps({"seq": 3, "writes": ["d.t/P=1", "d.t/P=2", "d.t/P=2"]}),
+                      json.dumps({"seq": 4, "writes": ["d.t/P=3", "d.t/P=1", "d.t/P=1"],
+                                  "before_images": ["d.t/P=1"], "write_set_size": 2}),
+                      json.dumps({"seq": 5, "writes": ["d.t/P=1", "d.t/P=2", "d.t/P=3", "d.t/P=1"]}),
+                      json.dumps({"seq": 6, "writes": ["d.t/P=1", "d.t/P=2", "d.t/P=3"]})],
+    "keys repeated, write_set_size below the keys left": [
+        json.dumps({"seq": 1, "writes": ["d.t/P=1", "d.t/P=2", "d.t/P=1"], "write_set_size": 1})],
+    "file null": [_row(1, file=None), _row(2, file=None), _row(3, file=2), _row(4, file=2)],
+    "file null after file 2": [_row(1, file=2), _row(2, file=None)],
+    "flags mixed": [_row(1), _row(2, flags=[]), _row(3, flags=["ddl"]),
+                    _row(4, flags=["allow_parallel", "transactional"]),
+                    _row(5, flags=["transactional", "allow_parallel"]),
+                    _row(6, flags=["ddl"] * 6), _row(7, flags=["waited"])],
+    "flags null": [_row(1, flags=["ddl"]), _row(2, flags=None), _row(3, flags=["ddl"])],
+    "clock back across a clockless line": [_row(1, last_committed=0, sequence_number=5), _row(2),
+                                           _row(3, last_committed=0, sequence_number=3)],
 }
 
 
@@ -262,3 +286,44 @@ def test_fast_path_takes_a_good_batch_whole(tmp_path, monkeypatch):
              + [_row(i, file=2, last_committed=0, sequence_number=i - 48) for i in range(50, 60)])
     path = write_bytes(tmp_path, (HEADER + "\n" + "\n".join(lines) + "\n").encode())
     assert len(load_trace(path).txns) == 59
+
+
+@pytest.mark.parametrize("name", ["keys repeated", "file null", "flags mixed", "mixed clocks",
+                                  "clock back across a clockless line"])
+def test_fast_path_takes_what_it_normalises_whole(tmp_path, monkeypatch, name):
+    """Repeated keys, null files, flag sets of every kind and clocks that come and go are the
+    fast path's own work, not a reason to decode the chunk again line by line."""
+    lines = _BATCHES[name]
+    expected = careful(lines)
+    monkeypatch.setattr(T, "_careful_batch", lambda *a: pytest.fail("careful path used"))
+    got = load_trace(write_bytes(tmp_path, (HEADER + "\n" + "\n".join(lines) + "\n").encode())).txns
+    assert [t.to_json() for t in got] == [t.to_json() for t in expected]
+    assert all(t.flags is e.flags for t, e in zip(got, expected))
+
+
+def test_decoded_repeated_keys_count_once_in_order(tmp_path):
+    txns = load_trace(write_bytes(tmp_path, (HEADER + "\n" + "\n".join(_BATCHES["keys repeated"])
+                                             + "\n").encode())).txns
+    assert [t.writes for t in txns] == [
+        ("d.t/P=1",), ("d.t/P=1", "d.t/P=2"), ("d.t/P=1", "d.t/P=2"), ("d.t/P=3", "d.t/P=1"),
+        ("d.t/P=1", "d.t/P=2", "d.t/P=3"), ("d.t/P=1", "d.t/P=2", "d.t/P=3")]
+    assert [t.file for t in load_trace(write_bytes(
+        tmp_path, (HEADER + "\n" + "\n".join(_BATCHES["file null"]) + "\n").encode(),
+        "f.jsonl")).txns] == [1, 1, 2, 2]
+
+
+def test_txn_built_in_code_is_normalised(tmp_path):
+    """Txn(...) with lists, sets and None is what a decoded line is: tuples, a key once, the
+    shared flag set, file 1."""
+    t = T.Txn(1, ["d.t/P=1", "d.t/P=2", "d.t/P=1"], before_images=["d.t/P=2"],
+              replica_locks=["d.t/P=9"], db=["d"], flags=["transactional", "allow_parallel"],
+              file=None)
+    assert t.writes == ("d.t/P=1", "d.t/P=2") and t.before_images == ("d.t/P=2",)
+    assert t.replica_locks == ("d.t/P=9",) and t.db == ("d",) and t.file == 1
+    assert type(t.flags) is frozenset
+    assert T.Txn(2, ("d.t/P=1",), flags={"allow_parallel", "transactional"}).flags is t.flags
+    assert T.Txn(3, ("d.t/P=1",), flags=[]).flags is T.Txn(4, ()).flags == frozenset()
+    assert T.Txn(5, ("d.t/P=1", "d.t/P=1")).writes == ("d.t/P=1",)
+    decoded = load_trace(write_bytes(tmp_path, (HEADER + "\n" + _row(1, flags=[
+        "allow_parallel", "transactional"]) + "\n").encode())).txns[0]
+    assert decoded.flags is t.flags
