@@ -169,3 +169,20 @@ def test_a_fold_takes_only_its_training_workloads_counters(tmp_path):
     assert growth_a["runs"] == 2 and growth_both["runs"] == 4
     assert growth_a["coordination_thread"] == pytest.approx((50e3 - 20e3) / 5 / 2)
     assert growth_both["coordination_thread"] != pytest.approx(growth_a["coordination_thread"])
+
+
+def test_the_workers_hand_off_is_tied_to_the_drivers_pace():
+    """replica16 has no one-thread run to measure the worker's wait per event hand-off: the fit
+    ties it to its searched driver time per event by the 2-core VM's measured ratio."""
+    base = Profile("t", 0.0, 0.0, 0.0, 0.0, 0.0, "test")
+    p = fm.profile_from([4.0, 0.05, 3.0, 2.0, 60.0], base, handoff_ratio=1.25)
+    assert p.dispatch_event == 4.0 and p.handoff_event == pytest.approx(5.0)
+    assert fm.profile_from([4.0, 0.05, 3.0, 2.0, 60.0], base).handoff_event == 0.0
+    # the ratio the 2-core calibration measures: present, and near 1 (the worker waits about
+    # as long as the driver spends on each event)
+    calib_fit, = import_record_scripts("calib_fit")
+    r = calib_fit.handoff_ratio([os.path.join(fidelity.CAL, n) for n in fidelity.TWO_CORE])
+    assert set(r["per_folder"]) == set(fidelity.TWO_CORE)
+    assert 0.5 < r["ratio"] < 2.0
+    assert get_profile("replica16").handoff_event == pytest.approx(
+        1.118 * get_profile("replica16").dispatch_event, rel=0.01)

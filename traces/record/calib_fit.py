@@ -78,6 +78,28 @@ def _med(xs):
     return statistics.median(xs) if xs else None
 
 
+def handoff_ratio(folders: list[str]) -> dict:
+    """How long a MariaDB worker waits, off its core, for each event of its transaction to be
+    handed over, relative to the driver's CPU per event: per folder, from its one-thread runs
+    (the one worker's apply time minus its CPU, over the driver thread's CPU), and their
+    median. On the 2-core VM the two are about equal: the worker gets its events at the
+    driver's pace."""
+    per_folder = {}
+    for folder in folders:
+        idle, driver = [], []
+        for r in load_runs(folder):
+            if r["threads"] != 1:
+                continue
+            cpu = [float(x) for x in r["new_thread_cpu_s"].split()]
+            if len(cpu) >= 2 and cpu[1] > 0:
+                idle.append(max(0.0, r["apply_s"] - cpu[0]))
+                driver.append(cpu[1])
+        if idle:
+            per_folder[os.path.basename(os.path.normpath(folder))] = _med(idle) / _med(driver)
+    return {"per_folder": per_folder,
+            "ratio": statistics.median(per_folder.values()) if per_folder else None}
+
+
 def mean_events(folder: str) -> float:
     """Mean binlog events per transaction of the folder's trace (`profiles.txn_events`: the
     traces measured before the importer counted events get its estimate, which cancels out:

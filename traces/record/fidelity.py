@@ -396,20 +396,25 @@ def fit_replica16(maxiter: int, limit: int | None, progress=print) -> dict:
                        coordination_thread=round(growth["coordination_thread"], 4),
                        machine=r16.MACHINE)
     configs = sorted(meas)
-    # three independent searches, one process each: both workloads (from WARM), and one fold
-    # per held-out workload (from COLD)
-    _SEARCHES[:] = [(base_from_counters(r16.WORKLOADS), wls, meas, configs, maxiter, fm.START)]
+    # The worker's wait per event hand-off, tied to the driver's time per event by the ratio the
+    # 2-core VM's one-thread runs measure (the only runs that show both; replica16 has none)
+    handoff = calib_fit.handoff_ratio([os.path.join(CAL, name) for name in TWO_CORE])
+    # three independent searches, one process each, all from the generic start: both workloads,
+    # and one fold per held-out workload
+    _SEARCHES[:] = [(base_from_counters(r16.WORKLOADS), wls, meas, configs, maxiter, fm.START,
+                     handoff["ratio"])]
     for held in wls:
         train = [w for w in wls if w is not held]
         _SEARCHES.append((base_from_counters(tuple(w.name for w in train)), train, meas,
-                          [c for c in configs if c[0] == train[0].name], maxiter, fm.COLD))
+                          [c for c in configs if c[0] == train[0].name], maxiter, fm.COLD,
+                          handoff["ratio"]))
     progress(f"replica16: {len(_SEARCHES)} searches (both workloads; one fold per workload)")
     with multiprocessing.get_context("fork").Pool(len(_SEARCHES)) as pool:
         results = pool.map(_search, range(len(_SEARCHES)))
     (prof, loss), folds = results[0], results[1:]
     cv = {held.name: fold for held, (fold, _) in zip(wls, folds)}
     return {"profile": prof, "loss": loss, "cv": cv, "cpu_growth": r16.cpu_growth(events),
-            "flush": r16.serial_flush_wait(), "configs": len(configs),
+            "flush": r16.serial_flush_wait(), "handoff": handoff, "configs": len(configs),
             "fit_transactions": limit or "all"}
 
 
@@ -417,8 +422,9 @@ _SEARCHES: list = []          # filled before the fork; a worker runs one by ind
 
 
 def _search(i: int):
-    base, train, meas, configs, maxiter, start = _SEARCHES[i]
-    return fm.fit(base, train, meas, configs, maxiter=maxiter, start=start)
+    base, train, meas, configs, maxiter, start, handoff_ratio = _SEARCHES[i]
+    return fm.fit(base, train, meas, configs, maxiter=maxiter, start=start,
+                  handoff_ratio=handoff_ratio)
 
 
 def _band(rows: list[dict], key: str) -> tuple:
@@ -457,6 +463,11 @@ def cmd_fit(a) -> int:
                        "time / N (the SQL thread's redo flush; median of the 12 serial runs)",
         dispatch="0 by mechanism: the driver's work is per event (dispatch_event); one "
                  "workload cannot split it between per transaction and per event",
+        handoff_event=("dispatch_event x {:.3f}: the worker gets its events at the driver's "
+                       "pace; the ratio of the 2-core VM's one-thread runs (worker's time off "
+                       "its core / driver CPU: {})").format(
+                           res["handoff"]["ratio"], ", ".join(
+                               f"{v:.3f}" for v in res["handoff"]["per_folder"].values())),
         per_core_queues="Linux's per-core run queues (not fitted; checked against "
                         "traces/calibration/chain_probe on the 2-core VM)",
         band="cross-validation residuals (10th-90th pct)",
@@ -471,7 +482,7 @@ def cmd_fit(a) -> int:
     fit_json = {"profile": _profile_json(prof), "cv": {w: _profile_json(p)
                                                         for w, p in res["cv"].items()},
                 "loss_mean_abs_log_error": res["loss"], "cpu_growth": res["cpu_growth"],
-                "serial_flush_wait": res["flush"],
+                "serial_flush_wait": res["flush"], "handoff_ratio": res["handoff"],
                 "fit_transactions": res["fit_transactions"]}
     _write_json(R16_FIT, fit_json)          # the searches' result first; the band after
     rows = replica16_rows(fit_json, full=not a.quick, ablations=False)

@@ -40,14 +40,14 @@ from commitsched.trace import load_trace  # noqa: E402
 # both searched, the cross-validation error was 18% (28% with the flush fixed alone); without
 # (measured 2026-11-24, docs/calibration.md), lower.
 TERMS = ("dispatch_event", "dispatch_thread", "commit_serial", "wakeup", "coordination")
-# Where the searches start (µs). Nelder-Mead over the simulator finds local optima: the full fit
-# from generic values ends at a mean |log error| of 0.088 (in sample 5% median error, 69% inside
-# the measured spread), from WARM, the optimum of an earlier search, at 0.087 (4.7%, 81%). The
-# full fit starts WARM; the cross-validation folds start from the generic COLD point, so that
-# nothing fitted on the held-out workload reaches them.
+# Where every search starts (µs): generic values, the same for the full fit and the
+# cross-validation folds, so that nothing fitted on a held-out workload reaches its fold.
+# Nelder-Mead over the simulator ends in local optima: with the worker's hand-off tied to the
+# driver's pace, the full fit from here ends at a mean |log error| of 0.101 (in sample 10% median
+# error, 69% inside the measured spread, the best thread count right for 4 of 4), from the
+# optimum of an earlier search (the tie at ratio 1.0) at 0.099 (9%, 69%, 3 of 4).
 COLD = (2.0, 0.1, 5.0, 5.0, 10.0)
-WARM = (4.12, 0.0358, 12.5, 11.7, 107.0)
-START = WARM
+START = COLD
 
 
 class Workload:
@@ -106,13 +106,19 @@ def predict(workload: Workload, profile: Profile, mode: str, workers: int) -> fl
     return serial / makespan(workload.txns, f"commit_id+mariadb_{mode}", workers, profile)
 
 
-def profile_from(theta, base: Profile, terms=None) -> Profile:
-    return replace(base, **{name: float(v) for name, v in zip(terms or TERMS, theta)})
+def profile_from(theta, base: Profile, terms=None, handoff_ratio: float | None = None) -> Profile:
+    """`base` with the searched terms set; with `handoff_ratio`, the worker's wait per event
+    hand-off tied to the driver's time per event (`handoff_event = ratio x dispatch_event`)."""
+    prof = replace(base, **{name: float(v) for name, v in zip(terms or TERMS, theta)})
+    if handoff_ratio is not None:
+        prof = replace(prof, handoff_event=handoff_ratio * prof.dispatch_event)
+    return prof
 
 
 def fit(base: Profile, workloads: list[Workload], measured: dict, configs: list[tuple],
         maxiter: int = 200, progress=lambda s: None, start=START,
-        terms=TERMS, restarts: int = 2) -> tuple[Profile, float]:
+        terms=TERMS, restarts: int = 2,
+        handoff_ratio: float | None = None) -> tuple[Profile, float]:
     """The fitted profile (exec solved per `with_exec`) and its mean |log error| on `configs`
     ((workload name, mode, threads), measured[...]["median"] the target speedup)."""
     from scipy.optimize import minimize
@@ -122,7 +128,8 @@ def fit(base: Profile, workloads: list[Workload], measured: dict, configs: list[
     def loss(x):
         nonlocal evals
         evals += 1
-        prof = with_exec(profile_from([math.exp(v) for v in x], base, terms), workloads)
+        prof = with_exec(profile_from([math.exp(v) for v in x], base, terms, handoff_ratio),
+                         workloads)
         if prof is None:
             return 10.0
         errs = [abs(math.log(predict(by_name[w], prof, mode, n) / measured[(w, mode, n)]["median"]))
@@ -150,5 +157,6 @@ def fit(base: Profile, workloads: list[Workload], measured: dict, configs: list[
         if not gained:
             break
         x = list(best.x)
-    prof = with_exec(profile_from([math.exp(v) for v in best.x], base, terms), workloads)
+    prof = with_exec(profile_from([math.exp(v) for v in best.x], base, terms, handoff_ratio),
+                     workloads)
     return prof, float(best.fun)
