@@ -17,7 +17,7 @@ from .blame_section import blame_section, plan_split, split_section
 from .gantt import is_barrier, segments
 from .depgraph import stallers
 from .tasks import Tasks, windows_task
-from .whatif import WAIT_COUNTS, WhatIfs
+from .whatif import SAMPLE_DEFAULT, WAIT_COUNTS, WhatIfs, sample_window
 
 SHAPE_TRACKERS = ("commit_order", "writeset", "writeset_session", "commit_id",
                   "slave_group_commit")
@@ -269,12 +269,15 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                  tracker_options: Callable[[str | None], dict] = lambda t: {},
                  applier_options: dict | None = None, bugs: frozenset = frozenset(),
                  whatif: bool = True, progress: Callable[[str], None] = lambda s: None,
-                 wait_counts: Sequence[int] = WAIT_COUNTS, jobs: int = 1) -> Report:
+                 wait_counts: Sequence[int] = WAIT_COUNTS, jobs: int = 1,
+                 whatif_sample: int | None = SAMPLE_DEFAULT) -> Report:
     """`trace` has `.txns()`, `.count`, `.source` (commitsched.cli.TraceSource). `jobs` > 1:
     the independent work (the tracker passes, the scaling sweep's (scheduler, W) runs, then
     the runs of the schedule windows, the blame section and the what-ifs) runs in that many
     forked processes (scoring.fork_map); the report is the same, byte for byte. No run is made
-    twice: what a later section needs of a run the sweep made is taken from the sweep."""
+    twice: what a later section needs of a run the sweep made is taken from the sweep.
+    `whatif_sample`: above this many transactions the durability and commit wait what-ifs
+    simulate the middle this many (whatif.sample_window); 0 or None: the whole trace."""
     workers = sorted(set(workers))
     applier_options = dict(applier_options or {})
     names = list(dict.fromkeys(["serial", *(schedulers or DEFAULT_SCHEDULERS)]))
@@ -354,7 +357,8 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
         whatifs = WhatIfs(trace, profile=profile, workers=workers, rec=rec,
                           default=default, mariadb=mariadb, tracker_options=tracker_options,
                           applier_options=applier_options, bugs=bugs, threshold=threshold,
-                          wait_counts=wait_counts, results=results, kept=kept, shape=passes)
+                          wait_counts=wait_counts, results=results, kept=kept, shape=passes,
+                          sample=sample_window(trace, whatif_sample))
         whatifs.plan(tasks)
     done = tasks.run(jobs, progress, "windows, blame, what-ifs")
 

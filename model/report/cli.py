@@ -21,6 +21,22 @@ def _threshold(text: str) -> float:
     return v
 
 
+def _whatif_sample(text, error) -> int:
+    """--whatif-sample: a number of transactions, 0 or more (read here, not by argparse, so
+    that a bad value is one line)."""
+    from .whatif import SAMPLE_DEFAULT
+    if text is None:
+        return SAMPLE_DEFAULT
+    try:
+        v = int(str(text).replace(",", ""))
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise error(f"report: --whatif-sample must be a number of transactions, 0 or more "
+                    f"(0: the whole trace), got {text!r}")
+    return v
+
+
 def write_report(report, out_dir: str, fmt: str) -> list[str]:
     from ..trace import write_text_atomic as write_raw
     from . import safe_text
@@ -56,6 +72,7 @@ def cmd_report(args) -> int:
         raise UsageError("report: give -o DIR (a page) or --json (the numbers on stdout)")
     if args.window < 1:
         raise UsageError(f"report: --window must be at least 1, got {args.window}")
+    args.whatif_sample = _whatif_sample(args.whatif_sample, UsageError)
     from ..inputs import opened
     started = time.perf_counter()
     profile = _profile(args)
@@ -83,7 +100,7 @@ def _report(args, inp, profile, bugs, started: float) -> int:
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), bugs=bugs,
                           whatif=not args.no_whatif, progress=progress,
-                          jobs=default_jobs(args.jobs))
+                          jobs=default_jobs(args.jobs), whatif_sample=args.whatif_sample)
     if mysql is not None:
         report.data["mysql"] = dict(mysql.to_json(), origin=args.mysql_origin,
                                     text=mysql.describe())
@@ -161,6 +178,13 @@ def add_subcommands(sub, add_model_options) -> None:
                    help="first seq of the window (default: where the pipeline stalls most)")
     r.add_argument("--no-whatif", action="store_true",
                    help="skip the what-if sweeps (durability, commit wait count)")
+    r.add_argument("--whatif-sample", metavar="N",
+                   help="on a trace of more than N transactions, the durability and commit "
+                        "wait what-ifs simulate the middle N (a window of consecutive "
+                        "transactions, leaving out the start and the end of the recording), "
+                        "not the whole trace; the report names the window. The scaling sweep "
+                        "always uses the whole trace. 0: the what-ifs use the whole trace too "
+                        "(default 200000)")
     r.add_argument("--quiet", action="store_true", help="no progress line")
     r.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                    help="run the independent simulation runs (the (scheduler, W) sweep, then "

@@ -132,13 +132,20 @@ def figures(report: Report) -> dict[str, tuple[str, str]]:
             stall_svg(b["stall"]))
     wi = d.get("whatif")
     if wi:
+        sample = wi.get("sample")
+        # On a sample, every what-if figure says which transactions it ran on.
+        on = (f" On a sample: the middle {sample['transactions']:,} of the trace's "
+              f"{sample['of']:,} transactions (seq {sample['first_seq']}..{sample['last_seq']}),"
+              f" serial baseline included; the scaling sweep used the whole trace."
+              if sample else "")
         if wi["tracking"]:
             series = {}
             for r in wi["tracking"]:
                 series.setdefault(r["tracker"], []).append((r["workers"], r["speedup"]))
             figs["whatif_tracking"] = (
                 "What if the MySQL source tracked dependencies differently: speedup of the "
-                "mysql applier with last_committed recomputed from the write sets.",
+                "mysql applier with last_committed recomputed from the write sets."
+                + (" From the scaling sweep: the whole trace." if sample else ""),
                 line_chart([{"name": t, "points": sorted(p)} for t, p in series.items()],
                            title="Tracking mode (mysql applier)", xlabel="workers",
                            ylabel="speedup over serial", unit="x"))
@@ -150,7 +157,7 @@ def figures(report: Report) -> dict[str, tuple[str, str]]:
             figs["whatif_durability"] = (
                 "What if durability were different: the same machine with a durable replica "
                 "(sync_binlog=1, innodb_flush_log_at_trx_commit=1) and a relaxed one (0 / 2), "
-                "each speedup over the serial replay under the same settings.",
+                "each speedup over the serial replay under the same settings." + on,
                 line_chart([{"name": n, "points": sorted(p), "style": "solid"}
                             for n, p in series.items()],
                            title="Durability profile", xlabel="workers",
@@ -163,7 +170,8 @@ def figures(report: Report) -> dict[str, tuple[str, str]]:
                     (r["commit_wait_count"], r["speedup"]))
             figs["whatif_commit_wait"] = (
                 "MariaDB: what if commits were grouped by an intermediate replica with "
-                "binlog_commit_wait_count = N (slave group commit, conservative applier).",
+                "binlog_commit_wait_count = N (slave group commit, conservative applier)."
+                + on,
                 line_chart([{"name": n, "points": sorted(p)} for n, p in series.items()],
                            title="Commit wait count (slave_group_commit+mariadb_conservative)",
                            xlabel="binlog_commit_wait_count", ylabel="speedup over serial",
@@ -315,6 +323,8 @@ def html_page(report: Report, figs: dict, *, title: str | None = None, nav: str 
     if d.get("skipped"):
         out.insert(-1, "<p class=\"note\">Not run (the trace cannot feed them): " + "; ".join(
             f"<code>{esc(n)}</code>: {esc(why)}" for n, why in d["skipped"].items()) + "</p>")
+    if (d.get("whatif") or {}).get("sample"):
+        out.insert(-1, f"<p class=\"note\">{_md_inline(d['whatif']['sample']['text'])}</p>")
     for q, lines in _answers(d):
         items: list[list[str]] = []
         for l in lines:     # "&nbsp;&nbsp;– " lines belong under the line before
@@ -365,6 +375,8 @@ def markdown_page(report: Report, figs: dict) -> str:
     if d.get("skipped"):
         out += ["Not run (the trace cannot feed them): " + "; ".join(
             f"`{n}`: {why}" for n, why in d["skipped"].items()), ""]
+    if (d.get("whatif") or {}).get("sample"):
+        out += [d["whatif"]["sample"]["text"], ""]
     out += ["## Answers", ""]
     for q, lines in _answers(d):
         out += [f"### {q}", ""] + [f"  - {l[len('&nbsp;&nbsp;– '):]}" if l.startswith("&nbsp;")

@@ -4,8 +4,17 @@ and, on MariaDB traces, the commit wait count of an intermediate replica; then t
 delaying commits. Planned as single runs (`Tasks`) and put together once they are done; a run
 the sweep has made already (the commit wait count the sweep's slave_group_commit uses) is
 taken from it, not made again, and so is the one-thread run of every MariaDB scheduler
-(scoring.same_one_thread_run)."""
+(scoring.same_one_thread_run).
+
+On a trace longer than `whatif_sample` transactions (`report --whatif-sample N`, default
+SAMPLE_DEFAULT) the durability and commit wait what-ifs simulate a window of that many
+consecutive transactions, the middle ones (`sample_window`), instead of the whole trace: every
+run they show or compare with is made on that window (their serial baseline and the durable
+runs too), and the report says so (`sample_json`). The tracking what-if is the sweep's, on the
+whole trace."""
 from __future__ import annotations
+
+from itertools import islice
 
 from ..schedulers import parse_scheduler
 from ..scoring import same_one_thread_run
@@ -15,6 +24,56 @@ from .tasks import Tasks, point_result, run_point
 CLOCK_TRACKERS = ("commit_order", "writeset", "writeset_session")
 WAIT_COUNTS = (1, 2, 4, 8, 16, 32)
 REGROUPED = "slave_group_commit+mariadb_conservative"
+# Above this many transactions the durability and commit wait what-ifs run on a window of
+# this many (the blame section's limit, blame_section.MAX_TRANSACTIONS, is the same number).
+SAMPLE_DEFAULT = 200_000
+
+
+class TraceWindow:
+    """`count` consecutive transactions of `trace` from index `start` (0-based), a trace of
+    its own for the what-if runs (`.txns()`, `.count`, `.source`): each run takes its slice of
+    the trace's transactions, so a trace re-read per run is re-read for it too."""
+
+    def __init__(self, trace, start: int, count: int):
+        self.trace, self.start, self.count, self.source = trace, start, count, trace.source
+        self.first_seq = self.last_seq = None
+        for txn in self.txns():
+            if self.first_seq is None:
+                self.first_seq = txn.seq
+            self.last_seq = txn.seq
+
+    def txns(self):
+        return islice(self.trace.txns(), self.start, self.start + self.count)
+
+
+def sample_window(trace, size: int | None) -> TraceWindow | None:
+    """The window the what-ifs simulate, or None for the whole trace (`size` 0 or None, or a
+    trace of at most `size` transactions): the middle `size` transactions, as many left out
+    before as after (one more after when they do not split evenly). The middle, because a
+    recording's first and last transactions are its least typical: the workload starting up
+    (caches cold, clients connecting) and winding down (clients finishing one by one, groups
+    thinning out); and a window placed by its position alone is chosen the same way on any
+    trace, whatever the what-ifs would find in it."""
+    if not size or trace.count <= size:
+        return None
+    return TraceWindow(trace, (trace.count - size) // 2, size)
+
+
+def sample_json(window: TraceWindow) -> dict:
+    """What the report says about the window: which transactions, how many of how many."""
+    n, total = window.count, window.trace.count
+    text = (f"The durability and commit wait what-ifs simulate a sample, not the whole trace: "
+            f"the middle {n:,} of its {total:,} transactions (positions "
+            f"{window.start + 1:,}-{window.start + n:,}, seq {window.first_seq}.."
+            f"{window.last_seq}), every run of theirs on that window, serial baseline "
+            f"included. The scaling sweep, the recommendation, the diagnosis and the tracking "
+            f"what-if used the whole trace. (Above {n:,} transactions the what-ifs run on "
+            f"the middle {n:,}: `--whatif-sample N` to change it, 0 for the whole trace.)")
+    return {"rule": "middle", "transactions": n, "of": total,
+            "first_position": window.start + 1, "last_position": window.start + n,
+            "first_seq": window.first_seq, "last_seq": window.last_seq,
+            "whole_trace": ["scaling", "recommendation", "diagnosis", "tracking"],
+            "text": text}
 
 
 def _same_tracker(name: str, a: dict, b: dict) -> bool:
@@ -30,7 +89,14 @@ class WhatIfs:
 
     def __init__(self, trace, *, profile, workers, rec, default, mariadb,
                  tracker_options, applier_options, bugs, threshold, wait_counts, results,
-                 kept, shape):
+                 kept, shape, sample: TraceWindow | None = None):
+        """`sample`: the window to simulate instead of `trace` (`sample_window`); then no run
+        is taken from the sweep (`results`, `kept`: the whole trace's), and `shape` is not
+        used (the wait counts' group sizes are the window's)."""
+        self.sample = sample
+        if sample is not None:
+            from .analysis import TrackerPasses
+            trace, kept, shape = sample, {}, TrackerPasses(sample)
         self.trace, self.profile, self.workers = trace, profile, workers
         self.rec, self.default, self.mariadb = rec, default, mariadb
         self.tracker_options, self.applier_options, self.bugs = (tracker_options,
@@ -56,10 +122,32 @@ class WhatIfs:
             all((REGROUPED, w) in self.kept for w in self.workers)
 
     def _one_thread(self, name: str, w: int) -> bool:
-        """This run is the sweep's one-thread run of the regrouped scheduler: the one-thread
-        MariaDB run does not depend on the groups (scoring.same_one_thread_run)."""
-        return (same_one_thread_run(parse_scheduler(name), w, self.bugs)
-                and (REGROUPED, 1) in self.kept)
+        """This run is the sweep's one-thread run of the regrouped scheduler (on a sample: the
+        durability what-if's, on the window): the one-thread MariaDB run does not depend on
+        the groups (scoring.same_one_thread_run)."""
+        if not same_one_thread_run(parse_scheduler(name), w, self.bugs):
+            return False
+        if self.sample is not None:
+            return any(same_one_thread_run(parse_scheduler(n), w, self.bugs) for n in self.focus)
+        return (REGROUPED, 1) in self.kept
+
+    def _wait_point(self, count: int, w: int, done: dict) -> tuple:
+        if self.sample is not None:
+            if self._one_thread(REGROUPED, w):
+                return done[self._durability_key(self.own, REGROUPED, w)]
+            return done["wait", count, w]
+        if self._swept(count) or self._one_thread(REGROUPED, w):
+            return self.kept[REGROUPED, w], None
+        return done["wait", count, w]
+
+    def _advice_extra(self) -> list[str]:
+        """On a sample: the MariaDB schedulers the advice compares with, at the largest W,
+        that the durability what-if does not run on the window already."""
+        if self.sample is None or not self.mariadb:
+            return []
+        ran = {r["scheduler"] for r in self.results}
+        return [n for n in ("commit_id+mariadb_conservative", "commit_id+mariadb_optimistic")
+                if n in ran and n not in self.focus]
 
     def _durability_key(self, pname: str, name: str, w: int) -> tuple:
         """The task that makes this durability run: for a one-thread MariaDB run, the first
@@ -84,8 +172,8 @@ class WhatIfs:
                               lambda w=w, opts=opts: run_point(t, REGROUPED, w, self.profile,
                                                                opts, aopts, bugs))
         for pname, prof in self.chosen.items():
-            if pname == self.own:
-                continue
+            if pname == self.own and self.sample is None:
+                continue        # the sweep's runs
             for name in self.focus:
                 topts = self.tracker_options(parse_scheduler(name).tracker)
                 for w in self.workers:
@@ -96,14 +184,26 @@ class WhatIfs:
                               run_point(t, name, w, prof, topts, aopts, bugs))
             tasks.add(("durability", pname, "serial", 1), f"{prof.durability}: serial",
                       lambda prof=prof: run_point(t, "serial", 1, prof, {}, {}, bugs))
+        wmax = self.workers[-1]
+        for name in self._advice_extra():
+            topts = self.tracker_options(parse_scheduler(name).tracker)
+            tasks.add(("advice", name, wmax), f"{name} W={wmax}",
+                      lambda name=name, topts=topts: run_point(t, name, wmax, self.profile,
+                                                               topts, aopts, bugs))
         if self.mariadb:
             for count in self.wait_counts:
                 self.shape.plan(tasks, "slave_group_commit", self._wait_options(count))
 
     def assemble(self, done: dict) -> dict:
         results = self.results
-        serial_ms = next(r["makespan"] for r in results if r["scheduler"] == "serial")
+        if self.sample is None:
+            serial_ms = next(r["makespan"] for r in results if r["scheduler"] == "serial")
+        else:
+            serial_ms = point_result(done["durability", self.own, "serial", 1], "serial", 1,
+                                     self.profile, None)["makespan"]
         out: dict = {}
+        if self.sample is not None:
+            out["sample"] = sample_json(self.sample)
         # Tracking mode, recomputed from the write sets, on the MySQL applier.
         out["tracking"] = [
             {"scheduler": r["scheduler"], "tracker": r["scheduler"].split("+")[0],
@@ -111,8 +211,9 @@ class WhatIfs:
             for r in results if "error" not in r and r["scheduler"] in
             {f"{t}+mysql" for t in CLOCK_TRACKERS}]
         dur = []
+        near = results     # what the advice on commit waits compares with: the same transactions
         for pname, prof in self.chosen.items():
-            if pname == self.own:
+            if pname == self.own and self.sample is None:
                 rs = [r for r in results if r["scheduler"] in self.focus and "error" not in r]
                 base_ms = serial_ms
             else:
@@ -121,6 +222,10 @@ class WhatIfs:
                 rs = [point_result(done[self._durability_key(pname, name, w)], name, w, prof,
                                    base_ms)
                       for name in self.focus for w in self.workers]
+                if pname == self.own:
+                    wmax = self.workers[-1]
+                    near = rs + [point_result(done["advice", name, wmax], name, wmax, prof,
+                                              base_ms) for name in self._advice_extra()]
             for r in rs:
                 if "error" in r:
                     continue
@@ -134,10 +239,8 @@ class WhatIfs:
             for count in self.wait_counts:
                 shape = self.shape.get("slave_group_commit", self._wait_options(count), done)
                 for w in self.workers:
-                    point = ((self.kept[REGROUPED, w], None)
-                             if self._swept(count) or self._one_thread(REGROUPED, w)
-                             else done["wait", count, w])
-                    r = point_result(point, REGROUPED, w, self.profile, serial_ms)
+                    r = point_result(self._wait_point(count, w, done), REGROUPED, w,
+                                     self.profile, serial_ms)
                     if "error" in r:
                         continue
                     rows.append({"commit_wait_count": count, "workers": r["workers"],
@@ -146,7 +249,7 @@ class WhatIfs:
             out["commit_wait"] = {"commit_wait_usec": self.base.get("commit_wait_usec", 100000.0),
                                   "rows": rows}
         out["delay_advice"] = _delay_advice(results, out, self.workers[-1], self.threshold,
-                                            self.mariadb)
+                                            self.mariadb, near=near, sample=out.get("sample"))
         return out
 
 
@@ -156,9 +259,13 @@ def _speedup(results, name, w):
     return r and r["speedup"]
 
 
-def _delay_advice(results, whatif, wmax, threshold, mariadb) -> list[str]:
+def _delay_advice(results, whatif, wmax, threshold, mariadb, *, near=None,
+                  sample: dict | None = None) -> list[str]:
     """Should the source delay its commits (bigger groups, wider windows)? Sentences built from
-    the numbers; a delay always costs the source commit latency, which the model does not see."""
+    the numbers; a delay always costs the source commit latency, which the model does not see.
+    `results`: the sweep's (the tracking sentence); `near`: the runs on the transactions the
+    commit wait what-if ran on (the sweep's, or on a sample the window's)."""
+    near = results if near is None else near
     out = []
     co, ws = _speedup(results, "commit_order+mysql", wmax), _speedup(results, "writeset+mysql", wmax)
     if co and ws:
@@ -176,13 +283,17 @@ def _delay_advice(results, whatif, wmax, threshold, mariadb) -> list[str]:
     cw = whatif.get("commit_wait")
     if mariadb and cw and cw["rows"]:
         at = {r["commit_wait_count"]: r for r in cw["rows"] if r["workers"] == wmax}
-        cons = _speedup(results, "commit_id+mariadb_conservative", wmax)
-        opt = _speedup(results, "commit_id+mariadb_optimistic", wmax)
+        cons = _speedup(near, "commit_id+mariadb_conservative", wmax)
+        opt = _speedup(near, "commit_id+mariadb_optimistic", wmax)
         if at:
             best_c = max(at, key=lambda c: (at[c]["speedup"] or 0, -c))
             b = at[best_c]
-            msg = (f"MariaDB conservative: the source's own groups give {cons:.2f}x at {wmax} "
-                   f"workers; " if cons else "MariaDB conservative: ")
+            msg = (f"On the sample (the middle {sample['transactions']:,} of "
+                   f"{sample['of']:,} transactions, seq {sample['first_seq']}.."
+                   f"{sample['last_seq']}), MariaDB conservative: " if sample
+                   else "MariaDB conservative: ")
+            msg += (f"the source's own groups give {cons:.2f}x at {wmax} workers; "
+                    if cons else "")
             msg += (f"regrouped with binlog_commit_wait_count={best_c} (mean group "
                     f"{b['mean_group_size']}) it gets {b['speedup']:.2f}x")
             if cons and b["speedup"] > cons * (1 + threshold):
