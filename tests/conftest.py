@@ -3,6 +3,7 @@ no per-example deadline (the machine is shared and noisy); `HYPOTHESIS_PROFILE=t
 larger budget."""
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("default", derandomize=True, deadline=None, max_examples=100,
@@ -10,3 +11,19 @@ settings.register_profile("default", derandomize=True, deadline=None, max_exampl
 settings.register_profile("thorough", derandomize=True, deadline=None, max_examples=1000,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture
+def runs_made(monkeypatch) -> list:
+    """The (scheduler name, W) of every simulation `score_trace` makes while the test runs (a
+    run shared with another is not made, so it is not listed)."""
+    import commitsched.scoring as scoring
+    made: list = []
+    real = scoring._run_one
+
+    def counting(trace_, sched, w, *rest):
+        made.append((sched.name, w))
+        return real(trace_, sched, w, *rest)
+
+    monkeypatch.setattr(scoring, "_run_one", counting)
+    return made

@@ -80,7 +80,8 @@ class _Trace:
 
 @pytest.mark.parametrize("name", ["oltp_read_write_t64_wait12.jsonl.gz",
                                   "oltp_read_write_t8.jsonl.gz"])
-def test_score_shares_the_run_and_reports_each_scheduler_as_its_own(name, monkeypatch):
+def test_score_shares_the_run_and_reports_each_scheduler_as_its_own(name, monkeypatch,
+                                                                   runs_made):
     """`score`'s rows for the shared one-thread runs equal rows of runs made for each, and
     the simulation runs once at W=1 for all of them."""
     import commitsched.scoring as scoring
@@ -88,18 +89,10 @@ def test_score_shares_the_run_and_reports_each_scheduler_as_its_own(name, monkey
     profile = get_profile("replica16")
     names = [n for n, opts in MARIADB if not opts] + ["slave_group_commit+mariadb_conservative"]
     names = list(dict.fromkeys(names))
-    made = []
-    real = scoring._run_one
-
-    def counting(trace_, sched, w, *rest):
-        made.append((sched.name, w))
-        return real(trace_, sched, w, *rest)
-
-    monkeypatch.setattr(scoring, "_run_one", counting)
     shared = score_trace(trace, names, [1, 2], profile, z3_bound="off")
     fit = {r["scheduler"] for r in shared if r["workers"] == 1}
-    assert len([m for m in made if m[1] == 1]) == 1          # one W=1 run for all of them
-    assert len([m for m in made if m[1] == 2]) == len(fit)   # W=2 as before
+    assert len([m for m in runs_made if m[1] == 1]) == 1          # one W=1 run for all of them
+    assert len([m for m in runs_made if m[1] == 2]) == len(fit)   # W=2 as before
     monkeypatch.setattr(scoring, "same_one_thread_run", lambda *a: False)
     each = score_trace(trace, names, [1, 2], profile, z3_bound="off")
     assert shared == each

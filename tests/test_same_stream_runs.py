@@ -101,7 +101,8 @@ def test_generated_traces_alike_trackers_make_the_same_run(trace):
 
 @pytest.mark.parametrize("name", ["recorded/oltp_read_write_t64.jsonl.gz",
                                   "examples/oltp_rw_8clients.jsonl.gz"])
-def test_score_shares_the_run_and_reports_each_scheduler_as_its_own(name, monkeypatch):
+def test_score_shares_the_run_and_reports_each_scheduler_as_its_own(name, monkeypatch,
+                                                                   runs_made):
     """`score`'s rows for alike trackers equal rows of runs made for each, and the simulation
     runs once per W for both."""
     import commitsched.scoring as scoring
@@ -109,16 +110,8 @@ def test_score_shares_the_run_and_reports_each_scheduler_as_its_own(name, monkey
     profile = get_profile("replica16")
     names = ["writeset+mysql", "writeset_session+mysql", "commit_order+mysql"]
     alike = same_stream(trace, ("writeset", {}), ("writeset_session", {}))
-    made = []
-    real = scoring._run_one
-
-    def counting(trace_, sched, w, *rest):
-        made.append((sched.name, w))
-        return real(trace_, sched, w, *rest)
-
-    monkeypatch.setattr(scoring, "_run_one", counting)
     shared = score_trace(trace, names, [1, 2], profile, z3_bound="off")
-    assert (("writeset_session+mysql", 2) in made) is not alike
+    assert (("writeset_session+mysql", 2) in runs_made) is not alike
     monkeypatch.setattr(scoring, "same_stream", lambda *a: False)
     each = score_trace(trace, names, [1, 2], profile, z3_bound="off")
     assert shared == each
