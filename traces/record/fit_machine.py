@@ -4,9 +4,9 @@ The simulator's stages (docs/model.md, "The apply pipeline") have a few costs th
 shows: the driver's time per binlog event and per event per extra thread, the in-order commit's
 serial work per member, the wake-up latency of a waiting thread, and the worker's coordination
 work per transaction on its path. (The redo flush, grouped in parallel mode, comes from the
-counters of the serial runs: the caller puts it in the base profile.)
-(The binlog's group sync and the leader's work per byte are not fitted: the replica16 replica
-wrote no binlog of its own, `log_replica_updates` off.) They are fitted here by minimising the mean |log(predicted /
+counters of the serial runs: the caller puts it in the base profile. The binlog's group sync
+and the leader's work per byte are not fitted: the replica16 replica wrote no binlog of its own,
+`log_replica_updates` off.) They are fitted here by minimising the mean |log(predicted /
 measured)| speedup over the given configurations (scipy's Nelder-Mead on log-parameters). The
 execution cost is never free: it is solved from the serial applies (per transaction and per
 event when two workloads of different sizes are given, per transaction otherwise), so the model's
@@ -36,9 +36,10 @@ from commitsched.trace import load_trace  # noqa: E402
 # `serial_flush_wait`), and the driver's time per transaction (`dispatch`, 0): the driver reads,
 # parses and queues one event at a time, and a fit on one workload, whose transactions are all
 # of one size, cannot split its time between per transaction and per event; the split is what
-# carries it to a workload of another size, so the mechanism decides it, not the search. With
-# both searched, the cross-validation error was 18% (28% with the flush fixed alone); without
-# (measured 2026-11-24, docs/calibration.md), lower.
+# carries it to a workload of another size, so the mechanism decides it, not the search. Nor
+# the worker's wait per event hand-off (`handoff_event`): `fit(handoff_ratio=...)` ties it to
+# `dispatch_event`. Cross-validation error with all seven searched: 18%; with these five: 16%;
+# with the hand-off tied too: 11% (2026-11-24, docs/calibration.md).
 TERMS = ("dispatch_event", "dispatch_thread", "commit_serial", "wakeup", "coordination")
 # Where every search starts (µs): generic values, the same for the full fit and the
 # cross-validation folds, so that nothing fitted on a held-out workload reaches its fold.
