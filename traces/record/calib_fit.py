@@ -78,6 +78,23 @@ def _med(xs):
     return statistics.median(xs) if xs else None
 
 
+def _one_thread_runs(runs: list[dict]) -> dict:
+    """Seconds per one-thread run: the replica process's CPU, and (where the run recorded its
+    threads) the one worker's CPU, the driver thread's CPU and the worker's time off its core,
+    waiting for its events to be handed over (apply time - its CPU)."""
+    out = {"process_cpu": [], "worker_cpu": [], "driver_cpu": [], "worker_idle": []}
+    for r in runs:
+        if r["threads"] != 1:
+            continue
+        out["process_cpu"].append(float(r["replica_cpu_s"]))
+        cpu = [float(x) for x in r["new_thread_cpu_s"].split()]
+        if len(cpu) >= 2:
+            out["worker_cpu"].append(cpu[0])
+            out["driver_cpu"].append(cpu[1])
+            out["worker_idle"].append(max(0.0, r["apply_s"] - cpu[0]))
+    return out
+
+
 def handoff_ratio(folders: list[str]) -> dict:
     """How long a MariaDB worker waits, off its core, for each event of its transaction to be
     handed over, relative to the driver's CPU per event: per folder, from its one-thread runs
@@ -86,16 +103,10 @@ def handoff_ratio(folders: list[str]) -> dict:
     driver's pace."""
     per_folder = {}
     for folder in folders:
-        idle, driver = [], []
-        for r in load_runs(folder):
-            if r["threads"] != 1:
-                continue
-            cpu = [float(x) for x in r["new_thread_cpu_s"].split()]
-            if len(cpu) >= 2 and cpu[1] > 0:
-                idle.append(max(0.0, r["apply_s"] - cpu[0]))
-                driver.append(cpu[1])
-        if idle:
-            per_folder[os.path.basename(os.path.normpath(folder))] = _med(idle) / _med(driver)
+        one = _one_thread_runs(load_runs(folder))
+        if one["driver_cpu"] and _med(one["driver_cpu"]) > 0:
+            per_folder[os.path.basename(os.path.normpath(folder))] = (
+                _med(one["worker_idle"]) / _med(one["driver_cpu"]))
     return {"per_folder": per_folder,
             "ratio": statistics.median(per_folder.values()) if per_folder else None}
 
@@ -181,16 +192,9 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
     missing = [s for s, v in med_t.items() if v is None]
     if missing:
         raise SystemExit(f"calibrate fit: no serial runs for {', '.join(missing)} in {folder}")
-    drivers, workers_1, one_thread_cpu, one_thread_idle = [], [], [], []
-    for r in runs:
-        if r["threads"] == 1:
-            one_thread_cpu.append(float(r["replica_cpu_s"]))
-            cpu = [float(x) for x in r["new_thread_cpu_s"].split()]
-            if len(cpu) >= 2:
-                workers_1.append(cpu[0])
-                drivers.append(cpu[1])
-                # the one worker's time off its core: waiting for its events to be handed over
-                one_thread_idle.append(max(0.0, r["apply_s"] - cpu[0]))
+    one = _one_thread_runs(runs)
+    drivers, workers_1 = one["driver_cpu"], one["worker_cpu"]
+    one_thread_cpu, one_thread_idle = one["process_cpu"], one["worker_idle"]
 
     def sql_thread_cpu(sync):
         """CPU seconds of the serial SQL thread (the one thread START SLAVE SQL_THREAD makes)."""
