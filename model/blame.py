@@ -540,9 +540,12 @@ def headline_text(s: dict) -> str:
     if not h["transactions"]:
         return (f"{s['scheduler']}, {s['workers']} workers: no transaction holds the replica "
                 f"back (waits: {_pct(s['waiting_share'])} of worker time).")
-    return (f"These {h['transactions']} transactions cost your replica {_pct(h['share'])} of its "
-            f"worker time ({s['scheduler']}, {s['workers']} workers: {h['blame']:.6g} of "
-            f"{s['worker_time']:.6g} worker-µs waiting for them); they lie on the critical path "
+    n = h["transactions"]
+    who, cost, them, lie = (("This transaction", "costs", "it", "it lies") if n == 1 else
+                            (f"These {n} transactions", "cost", "them", "they lie"))
+    return (f"{who} {cost} your replica {_pct(h['share'])} of its worker time "
+            f"({s['scheduler']}, {s['workers']} workers: {h['blame']:.6g} of "
+            f"{s['worker_time']:.6g} worker-µs waiting for {them}); {lie} on the critical path "
             f"for {_pct(h['critical_share'])} of the makespan.")
 
 

@@ -111,6 +111,22 @@ def test_report_html_is_one_self_contained_page(tmp_path):
     assert "GTID 0-1-" in html or "GTID " in html
 
 
+
+@pytest.mark.parametrize("fmt,page", [("html", "index.html"), ("md", "report.md")])
+def test_a_trace_too_long_for_the_blame_section_says_so(tmp_path, monkeypatch, fmt, page):
+    """Above the blame section's limit the page answers its question with why not, instead of
+    leaving the question out."""
+    from commitsched.report import blame_section
+    monkeypatch.setattr(blame_section, "MAX_TRANSACTIONS", 5)
+    assert main(["report", S35, "-o", str(tmp_path), "--workers", "1,2", "--quiet",
+                 "--format", fmt, "--no-whatif", "--jobs", "1"]) == 0
+    text = (tmp_path / page).read_text()
+    assert "Which transactions hold the replica back?" in text
+    assert "Not answered in this report: the trace has" in text
+    assert "the trace has 6 transactions, more than the 5 this section takes" in text
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert "skipped" in data["blame"]
+
 def test_report_json_on_stdout(capsys):
     code, out, _ = run(capsys, "report", S14, "--json", "--workers", "1,2", "--no-whatif")
     assert code == 0

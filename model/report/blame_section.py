@@ -18,8 +18,10 @@ def blame_section(trace, profile, scheduler: str, workers: int, *, tracker_optio
     """The section without its split what-if, and the blamed seqs, most blamed first (the
     order the split what-if takes them in)."""
     if trace.count > MAX_TRANSACTIONS:
-        return {"skipped": f"{trace.count} transactions (the section keeps every run record; "
-                           f"above {MAX_TRANSACTIONS} run `commitsched blame` on a slice)"}, []
+        return {"skipped": f"the trace has {trace.count:,} transactions, more than the "
+                           f"{MAX_TRANSACTIONS:,} this section takes (it keeps every run's "
+                           f"record); `commitsched blame` answers it for a trace of that size "
+                           f"or a part of this one"}, []
     res = blame_trace(list(trace.txns()), scheduler, workers, profile, bugs=bugs,
                       tracker_options=tracker_options, applier_options=applier_options)
     out = summary(res, top=top)

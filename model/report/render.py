@@ -251,6 +251,9 @@ def _answers(d: dict) -> list[tuple[str, list[str]]]:
             lines.append("Splitting the most blamed transactions is not predicted to help "
                          "(see the what-if table).")
         out.append(("Which transactions hold the replica back?", lines))
+    elif b.get("skipped"):          # said, not silently left out (a long trace)
+        out.append(("Which transactions hold the replica back?",
+                    [f"Not answered in this report: {b['skipped']}."]))
     wi = d.get("whatif") or {}
     out.append(("Should I delay commits on the source?",
                 wi.get("delay_advice") or ["(what-if sweeps not run)"]))
