@@ -200,14 +200,15 @@ def cmd_score(args) -> int:
     profile = _profile(args)
     bugs = _bugs(args)
     from .inputs import opened
+    started = time.monotonic()
     with opened("score", args.trace, schema=args.schema, skip_bad=args.skip_bad,
                 quiet=args.quiet) as inp:
-        return _score(args, inp, profile, bugs)
+        return _score(args, inp, profile, bugs, started)
 
 
-def _score(args, inp, profile, bugs) -> int:
+def _score(args, inp, profile, bugs, started: float) -> int:
     from .scoring import score_trace, format_table
-    progress = Progress(args.quiet)
+    progress = Progress(args.quiet, started=started)
     progress(f"reading {inp.label}")
     trace = TraceSource(inp.trace)
     mysql = _mysql_defaults(args, trace.source)

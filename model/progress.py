@@ -31,11 +31,13 @@ class Progress:
     `done()` clears it. Nothing at all when `quiet` or stderr is not a terminal."""
 
     def __init__(self, quiet: bool = False, *, stream=None, clock: Callable[[], float] =
-                 time.monotonic):
+                 time.monotonic, started: float | None = None):
+        # `started`: when the command began (on `clock`), so that the time shown goes on
+        # from the import of binlogs before it instead of starting again at 0
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = not quiet and is_terminal(self.stream)
         self.clock = clock
-        self.started = clock()
+        self.started = clock() if started is None else started
         self.text = ""
         self.drawn_at: float | None = None
 

@@ -53,6 +53,14 @@ def test_line_says_what_and_how_long_and_redraws_in_place(terminal):
     assert out.getvalue().endswith(CLEAR) and out.getvalue().count("\n") == 1
 
 
+
+def test_the_time_goes_on_from_when_the_command_began(terminal):
+    """score and report pass when they began (before importing binlogs): the time on their
+    line goes on from there instead of starting again at 0."""
+    out, clock = io.StringIO(), Clock()
+    Progress(stream=out, clock=clock, started=clock.t - 60)("scaling")
+    assert out.getvalue() == CLEAR + "scaling [1m00s]"
+
 def test_nothing_when_quiet_or_not_a_terminal(monkeypatch):
     for quiet, tty in ((True, True), (False, False)):
         monkeypatch.setattr(progress_mod, "is_terminal", lambda stream, tty=tty: tty)

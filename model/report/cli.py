@@ -74,7 +74,7 @@ def cmd_report(args) -> int:
         raise UsageError(f"report: --window must be at least 1, got {args.window}")
     args.whatif_sample = _whatif_sample(args.whatif_sample, UsageError)
     from ..inputs import opened
-    started = time.perf_counter()
+    started = time.monotonic()
     profile = _profile(args)
     bugs = _bugs(args)
     with opened("report", args.trace, schema=args.schema, skip_bad=args.skip_bad,
@@ -87,7 +87,7 @@ def _report(args, inp, profile, bugs, started: float) -> int:
                        _mysql_schedulers, _tracker_options)
     from ..scoring import default_jobs
     from .analysis import build_report
-    progress = Progress(args.quiet)
+    progress = Progress(args.quiet, started=started)
     progress(f"reading {inp.label}")
     trace = TraceSource(inp.trace)
     if args.window_start is not None and not 1 <= args.window_start <= trace.count:
@@ -110,7 +110,7 @@ def _report(args, inp, profile, bugs, started: float) -> int:
         progress.done()
         if not args.quiet:
             print(f"wrote {written[0]} ({len(written)} files, "
-                  f"{time.perf_counter() - started:.1f}s)", file=sys.stderr)
+                  f"{time.monotonic() - started:.1f}s)", file=sys.stderr)
     else:
         progress.done()
     if args.json and not args.output:
