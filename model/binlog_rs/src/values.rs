@@ -193,7 +193,7 @@ pub fn read_image<'a>(
     wanted: Option<&[bool]>,
 ) -> io::Result<Image> {
     let num_bits = present.count_ones();
-    let nulls: &[u8] = buf.parse((num_bits + 7) / 8)?;
+    let nulls: &[u8] = buf.parse(num_bits.div_ceil(8))?;
     let nulls = BitSlice::<u8>::from_slice(nulls);
     let mut image = Image::default();
     let mut k = 0;
@@ -206,7 +206,7 @@ pub fn read_image<'a>(
             None => return Err(bad_data("No column type")),
         };
         image.top = i + 1;
-        let want = wanted.map_or(true, |w| w.get(i).copied().unwrap_or(false));
+        let want = wanted.is_none_or(|w| w.get(i).copied().unwrap_or(false));
         let null = nulls.get(k).as_deref().copied().unwrap_or(true);
         k += 1;
         if null {
@@ -239,7 +239,7 @@ pub fn image_of_row(row: &BinlogRow, present: &[usize], cols: &Columns, wanted: 
     let mut image = Image::default();
     for (k, &col) in present.iter().enumerate() {
         image.top = col + 1;
-        if !wanted.map_or(true, |w| w.get(col).copied().unwrap_or(false)) {
+        if !wanted.is_none_or(|w| w.get(col).copied().unwrap_or(false)) {
             continue;
         }
         if let Some(v) = row.as_ref(k) {
