@@ -123,6 +123,10 @@ class Profile:
     machine: str = ""
     band: tuple = ()
     fitted_from: dict = field(default_factory=dict)
+    # The replica settings its calibration measured, {"durability": [...], "cores": [...],
+    # "log_replica_updates": [...]}: a prediction for another setting is the model's alone, and
+    # says so (`unmeasured`). Empty: not said (an assumed profile, which claims no measurement).
+    calibrated: dict = field(default_factory=dict)
 
     def exec_cost(self, txn) -> float:
         if txn.exec is not None:
@@ -188,6 +192,24 @@ class Profile:
         if on is None or on == self.log_replica_updates:
             return self
         return replace(self, log_replica_updates=on)
+
+    def unmeasured(self) -> list[str]:
+        """The settings of this prediction that the profile's calibration never measured on its
+        machine, each as text ("a relaxed replica (measured: durable)")."""
+        out = []
+        durabilities = self.calibrated.get("durability")
+        if durabilities and self.durability not in durabilities:
+            out.append(f"a {self.durability} replica (measured: {', '.join(durabilities)})")
+        cores = self.calibrated.get("cores")
+        if cores and self.cores not in cores:
+            have = f"{self.cores} cores" if self.cores else "a core per worker"
+            out.append(f"{have} (measured: {', '.join(map(str, cores))})")
+        binlogs = self.calibrated.get("log_replica_updates")
+        if binlogs and self.log_replica_updates not in binlogs:
+            on = lambda v: "on" if v else "off"
+            out.append(f"log_replica_updates {on(self.log_replica_updates)} (measured: "
+                       f"{', '.join(on(v) for v in binlogs)})")
+        return out
 
     def commit_cost(self, txn) -> float:
         return self.commit_default if txn.commit is None else txn.commit

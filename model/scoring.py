@@ -380,16 +380,28 @@ def describe_prediction(profile: Profile, speedup: float | None) -> dict:
     if speedup is not None and profile.band:
         lo, hi = profile.band
         out["speedup_band"] = [round(speedup * lo, 4), round(speedup * hi, 4)]
+    unmeasured = profile.unmeasured()
+    if unmeasured:
+        out["unmeasured"] = unmeasured
     return out
+
+
+def unmeasured_text(unmeasured: list[str]) -> str:
+    """What a prediction for settings its machine's calibration never measured says of itself."""
+    return ("never measured on this machine: " + "; ".join(unmeasured) + ". The predictions "
+            "for it are the model's alone, and the band is its calibration's, not a measured "
+            "one for this setting")
 
 
 def profile_line(profile: Profile) -> str:
     cores = f"{profile.cores} cores" if profile.cores else "a core per worker (no CPU limit)"
     band = (f"; band: measured/predicted {profile.band[0]:.2f}-{profile.band[1]:.2f} on its "
             f"calibration" if profile.band else "; no calibration band")
+    unmeasured = profile.unmeasured()
     return (f"profile {profile.name}: {profile.machine or 'no measured machine'}, {cores}, "
             f"{profile.durability} replica, log_replica_updates "
-            f"{'on' if profile.log_replica_updates else 'off'}{band}")
+            f"{'on' if profile.log_replica_updates else 'off'}{band}"
+            + (f"; {unmeasured_text(unmeasured)}" if unmeasured else ""))
 
 
 def _fmt(v, spec: str) -> str:

@@ -140,6 +140,40 @@ def test_score_takes_and_names_log_replica_updates(tmp_path):
     assert '"log_replica_updates": false' in json.dumps(outs["off"])
 
 
+
+def test_a_prediction_for_settings_never_measured_says_so(capsys, tmp_path):
+    """replica16 measured a durable replica without its own binlog; a prediction for a relaxed
+    one, or one with log_replica_updates on, is the model's alone: the profile, score's JSON and
+    table, and the report's page say so. The 2-core machine measured both durabilities."""
+    from commitsched.cli import main
+    assert get_profile("replica16").unmeasured() == []
+    assert get_profile("replica16", durability="relaxed").unmeasured() == [
+        "a relaxed replica (measured: durable)"]
+    assert get_profile("replica16", log_replica_updates=True).unmeasured() == [
+        "log_replica_updates on (measured: off)"]
+    assert get_profile("replica16", cores=8).unmeasured() == ["8 cores (measured: 16)"]
+    assert get_profile("durable-mariadb", durability="relaxed").unmeasured() == []
+    assert get_profile("durable").unmeasured() == []        # assumed: claims no measurement
+    trace = "traces/examples/semantics_3_5_commit_id.jsonl"
+    argv = ["score", trace, "--profile", "replica16", "--workers", "2", "--scheduler",
+            "commit_id+mariadb_conservative", "--quiet"]
+    assert main(argv + ["--durability", "relaxed", "--json"]) == 0
+    import json
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["unmeasured"] == ["a relaxed replica (measured: durable)"]
+    assert main(argv + ["--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert "unmeasured" not in row
+    assert main(argv + ["--durability", "relaxed"]) == 0
+    assert ("never measured on this machine: a relaxed replica (measured: durable). The "
+            "predictions for it are the model's alone") in capsys.readouterr().out
+    assert main(["report", trace, "-o", str(tmp_path), "--profile", "replica16", "--durability",
+                 "relaxed", "--workers", "1,2", "--no-whatif", "--quiet", "--jobs", "1"]) == 0
+    page = (tmp_path / "index.html").read_text()
+    assert "Never measured on this machine: a relaxed replica (measured: durable)." in page
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["profile"]["unmeasured"] == ["a relaxed replica (measured: durable)"]
+
 def test_a_fold_takes_only_its_training_workloads_counters(tmp_path):
     """The cross-validation fold fitted on workload `a` must not see `b`'s counters: its redo
     flush (serial iowait) and CPU growth come from `a`'s runs alone."""

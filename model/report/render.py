@@ -8,6 +8,7 @@ from .depgraph import GraphvizMissing, dot_source, render_svg
 from .figures import esc, fmt, grouped_bars, line_chart, stacked_bars
 from .gantt import gantt_svg
 from .stall import stall_svg
+from ..scoring import unmeasured_text
 from ..simcore import CAUSES
 
 CAUSE_LABELS = {
@@ -39,6 +40,8 @@ def profile_text(prof: dict) -> str:
             f"{'on' if prof.get('log_replica_updates', True) else 'off'}; "
             + (f"shaded band: measured / predicted {band[0]:.2f}-{band[1]:.2f} (10th-90th "
                f"percentile) on its calibration. " if band else "no calibration band. ")
+            + (f"{unmeasured_text(prof['unmeasured'])[0].upper()}"
+               f"{unmeasured_text(prof['unmeasured'])[1:]}. " if prof.get("unmeasured") else "")
             + f"Provenance: {prof['provenance']}.")
 
 

@@ -474,7 +474,12 @@ def cmd_fit(a) -> int:
         sync="not measured (the replica wrote no binlog of its own, log_replica_updates off): "
              "taken as one redo flush on the same disk, for --log-replica-updates on",
         log_replica_updates="the replica's setting (log_slave_updates=OFF)")
+    # what the replica's settings were in every run (shared/replica16/README.md): predictions
+    # for others (`--durability relaxed`, `--log-replica-updates on`) say they were not measured
+    calibrated = {"durability": ["durable"], "cores": [prof.cores],
+                  "log_replica_updates": [False]}
     prof = replace(prof, fitted_from=fitted_from, machine=r16.MACHINE, sync=prof.commit_default,
+                   calibrated=calibrated,
                    provenance=("fitted by traces/record/fidelity.py fit on every run of "
                                "shared/replica16 (MariaDB 10.11.19, 16 cores, 2 sysbench "
                                "workloads, 6 rounds x 9 configurations, durable); CPU growth from "
@@ -517,9 +522,14 @@ def refit_two_core() -> None:
                 "relaxed serial apply / N - dispatch of both 2-core workloads, per transaction"),
                 exec_row="the same, per row changed (two workloads: per transaction and per "
                          "row)")
-    band2 = _band(two_core_rows(progress=lambda s: None, ablations=False), "model")
+    rows = two_core_rows(progress=lambda s: None, ablations=False)
+    band2 = _band(rows, "model")
     for p in stored:
         p["band"] = list(band2)
+        # the settings its predicted runs had: both durabilities, the replica's own binlog on
+        p["calibrated"] = {"durability": sorted({r["sync"] for r in rows}),
+                           "cores": [p["cores"]],
+                           "log_replica_updates": [p.get("log_replica_updates", True)]}
         p["fitted_from"] = dict(p.get("fitted_from", {}), band="residuals of the 2-core "
                                 "predictions (10th-90th pct; fitted without them)")
     calib_fit.merge_profiles(FITTED_PATH, stored)
