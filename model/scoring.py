@@ -388,9 +388,9 @@ def describe_prediction(profile: Profile, speedup: float | None) -> dict:
 
 def unmeasured_text(unmeasured: list[str]) -> str:
     """What a prediction for settings its machine's calibration never measured says of itself."""
-    return ("never measured on this machine: " + "; ".join(unmeasured) + ". The predictions "
-            "for it are the model's alone, and the band is its calibration's, not a measured "
-            "one for this setting")
+    return ("settings its calibration never ran: " + "; ".join(unmeasured) + ". These "
+            "predictions are the model's alone, and the band is its calibration's, not one "
+            "measured with these settings")
 
 
 def profile_line(profile: Profile) -> str:

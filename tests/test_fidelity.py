@@ -165,12 +165,12 @@ def test_a_prediction_for_settings_never_measured_says_so(capsys, tmp_path):
     (row,) = json.loads(capsys.readouterr().out)
     assert "unmeasured" not in row
     assert main(argv + ["--durability", "relaxed"]) == 0
-    assert ("never measured on this machine: a relaxed replica (measured: durable). The "
-            "predictions for it are the model's alone") in capsys.readouterr().out
+    assert ("settings its calibration never ran: a relaxed replica (measured: durable). These "
+            "predictions are the model's alone") in capsys.readouterr().out
     assert main(["report", trace, "-o", str(tmp_path), "--profile", "replica16", "--durability",
                  "relaxed", "--workers", "1,2", "--no-whatif", "--quiet", "--jobs", "1"]) == 0
     page = (tmp_path / "index.html").read_text()
-    assert "Never measured on this machine: a relaxed replica (measured: durable)." in page
+    assert "Settings its calibration never ran: a relaxed replica (measured: durable)." in page
     data = json.loads((tmp_path / "report.json").read_text())
     assert data["profile"]["unmeasured"] == ["a relaxed replica (measured: durable)"]
 
