@@ -206,9 +206,9 @@ class Profile:
             out.append(f"{have} (measured: {', '.join(map(str, cores))})")
         binlogs = self.calibrated.get("log_replica_updates")
         if binlogs and self.log_replica_updates not in binlogs:
-            on = lambda v: "on" if v else "off"
-            out.append(f"log_replica_updates {on(self.log_replica_updates)} (measured: "
-                       f"{', '.join(on(v) for v in binlogs)})")
+            on = {True: "on", False: "off"}
+            out.append(f"log_replica_updates {on[self.log_replica_updates]} (measured: "
+                       f"{', '.join(on[v] for v in binlogs)})")
         return out
 
     def commit_cost(self, txn) -> float:

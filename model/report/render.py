@@ -35,13 +35,13 @@ def profile_text(prof: dict) -> str:
     """What a prediction is for: the machine profile, its cores, the replica's durability."""
     cores = f"{prof['cores']} cores" if prof.get("cores") else "a core per worker (no CPU limit)"
     band = prof.get("band") or ()
+    unmeasured = unmeasured_text(prof["unmeasured"]) if prof.get("unmeasured") else ""
     return (f"Machine profile `{prof['name']}`: {prof.get('machine') or 'no measured machine'}; "
             f"{cores}; {prof.get('durability', 'durable')} replica, log_replica_updates "
             f"{'on' if prof.get('log_replica_updates', True) else 'off'}; "
             + (f"shaded band: measured / predicted {band[0]:.2f}-{band[1]:.2f} (10th-90th "
                f"percentile) on its calibration. " if band else "no calibration band. ")
-            + (f"{unmeasured_text(prof['unmeasured'])[0].upper()}"
-               f"{unmeasured_text(prof['unmeasured'])[1:]}. " if prof.get("unmeasured") else "")
+            + (f"{unmeasured[0].upper()}{unmeasured[1:]}. " if unmeasured else "")
             + f"Provenance: {prof['provenance']}.")
 
 
