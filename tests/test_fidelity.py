@@ -220,3 +220,25 @@ def test_the_workers_hand_off_is_tied_to_the_drivers_pace():
     assert 0.5 < r["ratio"] < 2.0
     assert get_profile("replica16").handoff_event == pytest.approx(
         1.118 * get_profile("replica16").dispatch_event, rel=0.01)
+
+
+@pytest.mark.slow
+def test_workloads_no_fit_has_seen_pair_each_run_with_its_own_serial():
+    """The 2-core check on the split check's workloads: each parallel apply against the serial
+    apply of the same workload and round, the stored profile's prediction, and the calibration
+    workloads' constant (which has not seen them)."""
+    import statistics
+    rows = fidelity.other_workload_rows(progress=lambda s: None)
+    assert {(r["workload"], r["mode"], r["threads"]) for r in rows} == {
+        (w, m, n) for w in ("whole", "split") for m in ("conservative", "optimistic")
+        for n in (2, 4)}
+    runs = [r for r in csv.DictReader(open(os.path.join(fidelity.OTHER, "runs.csv")))
+            if r["workload"] == "split" and r["repeated"] != "True"]
+    serial = {r["round"]: float(r["apply_s"]) for r in runs if r["threads"] == "0"}
+    by_hand = statistics.median(serial[r["round"]] / float(r["apply_s"]) for r in runs
+                                if (r["mode"], r["threads"]) == ("optimistic", "4"))
+    (row,) = [r for r in rows if (r["workload"], r["mode"], r["threads"]) ==
+              ("split", "optimistic", 4)]
+    assert row["median"] == pytest.approx(by_hand, rel=1e-12)
+    constant = fidelity.two_core_constant(fidelity._two_core_measured())["relaxed"]
+    assert all(r["constant"] == constant and r["model"] > 0 for r in rows)
