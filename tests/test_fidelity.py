@@ -228,7 +228,7 @@ def test_workloads_no_fit_has_seen_pair_each_run_with_its_own_serial():
     apply of the same workload and round, the stored profile's prediction, and the calibration
     workloads' constant (which has not seen them)."""
     import statistics
-    rows = fidelity.other_workload_rows(progress=lambda s: None)
+    rows = fidelity.other_workload_rows(progress=lambda s: None, folders=(fidelity.OTHER,))
     assert {(r["workload"], r["mode"], r["threads"]) for r in rows} == {
         (w, m, n) for w in ("whole", "split") for m in ("conservative", "optimistic")
         for n in (2, 4)}

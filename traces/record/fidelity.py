@@ -214,23 +214,35 @@ def two_core_rows(progress=print, ablations: bool = True) -> list[dict]:
 
 # Workloads measured on the 2-core VM that no fit has seen: the split check's relaxed replica
 # (docs/blame.md), one transaction in 50 a 200-row UPDATE among single-row ones, as recorded
-# (`whole`) and with the bulk ones cut in four (`split`)
+# (`whole`) and with the bulk ones cut in four (`split`); and a calibration of 10-row UPDATEs
+# (`calibrate.py measure --workload bulk_updates`, every transaction one 10-row UPDATE)
 OTHER = os.path.join(CAL, "bulk_split_quiet")
+OTHERS = (OTHER, os.path.join(CAL, "other_bulk10_t32"))
 
 
-def other_workload_rows(progress=print) -> list[dict]:
+def _other_workloads(folder: str) -> list[tuple[str, str, list]]:
+    """(workload, trace path, its runs) of a folder: the split check's hold two workloads (a
+    `workload` column), a calibration folder one (its trace.jsonl.gz)."""
+    runs = calib_fit.load_runs(folder)
+    if runs and "workload" in runs[0]:
+        return [(w, os.path.join(folder, f"{w}.jsonl.gz"), [r for r in runs if r["workload"] == w])
+                for w in sorted({r["workload"] for r in runs}, reverse=True)]   # whole, split
+    return [(os.path.basename(folder), os.path.join(folder, "trace.jsonl.gz"), runs)]
+
+
+def other_workload_rows(progress=print, folders=OTHERS) -> list[dict]:
     """The stored 2-core profile (what `--profile durable-mariadb` gives) on workloads no fit
     has seen, against the constant of the calibration workloads (which has not seen them
     either) and the previous model."""
-    runs = calib_fit.load_runs(OTHER)
     prev = _previous_two_core()
     constant = two_core_constant(_two_core_measured())
     stored = {p.name: p for p in load_fitted()}["durable-mariadb"]
     _, _, _, load_trace = calib_report._model()
+    found = [(w, path, runs) for folder in folders if os.path.exists(folder)
+             for w, path, runs in _other_workloads(folder)]
     rows = []
-    for workload in sorted({r["workload"] for r in runs}, reverse=True):   # whole, split
-        trace = load_trace(os.path.join(OTHER, f"{workload}.jsonl.gz"))
-        mine = [r for r in runs if r["workload"] == workload]
+    for workload, path, mine in found:
+        trace = load_trace(path)
         for (sync, mode, n), m in sorted(calib_report.measured(mine).items()):
             if n == 0 or not m["speedup"]:
                 continue
@@ -324,18 +336,25 @@ def markdown(r16_rows: list[dict], two_rows: list[dict], other_rows: list[dict] 
                 "counters is fitted).", "", *relaxed]
     if other_rows:
         out += ["", "## The 2-core VM on workloads no fit has seen", "",
-                "`traces/calibration/bulk_split_quiet/` (the split check's measurements, "
-                "docs/blame.md): 20,000 transactions, one in 50 a 200-row UPDATE among single-row "
-                "ones, as recorded (`whole`) and with the bulk UPDATEs cut into four statements "
-                "(`split`); a relaxed replica (its servers in /dev/shm, which a relaxed "
-                "replica's commits never wait on), 30 rounds, quiet host. The model is the stored "
-                "`durable-mariadb` profile with `--durability relaxed`, as a user gets it (its "
-                "execution per row changed, fitted on the two calibration workloads); the "
-                "constant is the calibration workloads' relaxed median, which has not seen these "
-                "workloads either.", ""]
+                "Measurements no fit has used, predicted by the stored `durable-mariadb` profile "
+                "as a user gets it (its execution per row changed fitted on the two calibration "
+                "workloads; `--durability` per row), beside the calibration workloads' constant "
+                "(which has not seen them either) and the previous model:", "",
+                "- `other_bulk10_t32` (`traces/calibration/other_bulk10_t32/`, recorded for "
+                "this check): every transaction one 10-row UPDATE, 32 clients, 10,000 "
+                "transactions; durable and relaxed, 2-16 threads, 5 rounds, quiet host.",
+                "- `whole` and `split` (`traces/calibration/bulk_split_quiet/`, the split "
+                "check's measurements, docs/blame.md): 20,000 transactions, one in 50 a 200-row "
+                "UPDATE among single-row ones, as recorded and with the bulk UPDATEs cut into "
+                "four statements; a relaxed replica (its servers in /dev/shm, which a relaxed "
+                "replica's commits never wait on), 30 rounds, quiet host.", ""]
         out += _config_table(other_rows, ("workload", "sync", "mode"), cols2)
-        out += ["", _summary_table(other_rows, cols2),
-                "", _best_w_lines(other_rows, ("workload", "sync", "mode"))]
+        out += ["", _summary_table(other_rows, cols2)]
+        for sync in ("durable", "relaxed"):
+            mine = [r for r in other_rows if r["sync"] == sync]
+            if mine:
+                out += ["", _summary_table(mine, cols2, title=f"{sync} only")]
+        out += ["", _best_w_lines(other_rows, ("workload", "sync", "mode"))]
     return "\n".join(out) + "\n"
 
 
