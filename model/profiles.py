@@ -102,6 +102,12 @@ class Profile:
     # costs time only when the cores run out (MariaDB; with cores modelled).
     coordination_event: float = 0.0
     coordination_thread: float = 0.0
+    # `shared_lock_thread`: a worker's wait per transaction, on its path, per other worker
+    # running at the same time (at most `cores`): every worker takes its replication domain's
+    # one `LOCK_parallel_entry` (and the relay log's `data_lock`) several times a transaction
+    # (rpl_parallel.cc: `do_gco_wait`, `mark_start_commit`, `finish_event_group`), so each
+    # acquisition waits behind the others' (MariaDB; MySQL by analogy).
+    shared_lock_thread: float = 0.0
     commit_byte: float = 0.0
     wakeup: float = 0.0
     # `per_core_queues`: with cores modelled, each core has its own run queue, as Linux keeps
@@ -151,7 +157,13 @@ class Profile:
         extra = self.coordination - self.member_cost(txn)
         if self.coordination_event:
             extra += self.coordination_event * txn_events(txn)
+        if self.shared_lock_thread and workers > 1:
+            extra += self.shared_lock_thread * (self.running_workers(workers) - 1)
         return max(0.0, exec_cost + extra)
+
+    def running_workers(self, workers: int) -> int:
+        """How many of `workers` threads can run at once: no more than the machine's cores."""
+        return min(workers, self.cores) if self.cores else workers
 
     def event_handoff(self, txn) -> float:
         """What a worker waits for `txn`'s events to be handed over, off its core."""

@@ -291,6 +291,22 @@ def test_coordination_is_paid_in_parallel_mode_only():
     assert max(times(serial, "commit")) == 20
 
 
+def test_shared_lock_wait_grows_with_the_workers_that_can_run():
+    """shared_lock_thread x (running workers - 1) on each transaction's path in parallel mode:
+    with 4 workers and no core limit 3 x 2 on top of exec 10; with 2 cores, at most 2 workers
+    run at once, so 1 x 2; one worker, and the serial replay, none."""
+    trace = same_group([10, 10, 10, 10])
+    prof = Profile("t", 1, 0, 0, 0, 0, "test", shared_lock_thread=2)
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 4, prof)
+    assert times(runs, "exec_end") == [16, 16, 16, 16]
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 4, replace(prof, cores=2))
+    assert times(runs, "exec_end") == [12, 12, 24, 24]
+    runs, _ = collect("commit_id+mariadb_conservative", trace.txns, 1, prof)
+    assert times(runs, "exec_end") == [10, 20, 30, 40]
+    serial, _ = collect("serial", trace.txns, 1, prof)
+    assert max(times(serial, "commit")) == 40
+
+
 def test_background_cpu_competes_for_the_cores():
     trace = group_trace([10, 10], [1, 2])
     prof = Profile("t", 1, 0, 0, 0, 0, "test", cores=1)
