@@ -89,11 +89,16 @@ def test_fit_from_serial_runs_only(tmp_path):
     # 1-thread worker - exec, per event
     assert d["coordination_event"] == pytest.approx((1200.0 - 950.0) / 5)
     # no other machine to take the thread growth from: none
-    assert d["dispatch_thread"] == d["coordination_thread"] == d["wakeup"] == 0.0
+    assert (d["dispatch_thread"] == d["coordination_thread"] == d["shared_lock_thread"]
+            == d["wakeup"] == 0.0)
     moved = calib_fit.fit(tmp_path, {"source": "m16", "dispatch_thread_ratio": 0.5,
-                                     "coordination_thread_ratio": 0.1, "wakeup": 7.0})
+                                     "coordination_thread_ratio": 0.1,
+                                     "shared_lock_thread_ratio": 0.2, "wakeup": 7.0})
     m = {p["name"]: p for p in moved["profiles"]}["durable-mariadb"]
     assert (m["dispatch_thread"], m["coordination_thread"], m["wakeup"]) == (5.0, 5.0, 7.0)
+    # the worker's shared-lock wait: its 1-thread CPU per transaction (1200 - 950 us) x 0.2
+    assert m["shared_lock_thread"] == pytest.approx(50.0)
+    assert "m16" in m["fitted_from"]["shared_lock_thread"]
     assert "m16" in m["fitted_from"]["wakeup"]
     assert d["commit_serial"] == r["commit_serial"] == pytest.approx(100.0)  # (1.0 - 0.9) s
     # the machine's own wake-up probe, when the measurement ran it, wins over the transferred one

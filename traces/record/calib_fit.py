@@ -174,6 +174,11 @@ def replica16_transfer(path: str = REPLICA16_FIT) -> dict | None:
             # CPU per event at one thread (what a 2-core 1-thread run measures)
             "coordination_thread_ratio": (growth["coordination_thread"]
                                           / growth["coordination_event"]),
+            # the worker's wait per transaction per other running worker, relative to the
+            # worker's parallel-mode CPU per transaction at one thread (what a 2-core 1-thread
+            # run measures: worker CPU - exec)
+            "shared_lock_thread_ratio": (p.get("shared_lock_thread", 0.0) / p["coordination"]
+                                         if p.get("coordination") else 0.0),
             "wakeup": p["wakeup"]}
 
 
@@ -269,6 +274,8 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
                   dispatch_event=round(d_event, 4), coordination_event=round(c_event, 4),
                   dispatch_thread=round(d_event * transfer.get("dispatch_thread_ratio", 0.0), 4),
                   coordination_thread=round(c_event * transfer.get("coordination_thread_ratio", 0.0), 4),
+                  shared_lock_thread=round(
+                      coordination * transfer.get("shared_lock_thread_ratio", 0.0), 4),
                   wakeup=round(wakeup, 3),
                   handoff_event=round(handoff, 4),
                   machine=f"{meta['host']['cpus']}-core shared VM of this project "
@@ -296,6 +303,9 @@ def fit(folder: str, transfer: dict | None = None) -> dict:
             coordination_thread=f"coordination_event x "
                                 f"{transfer.get('coordination_thread_ratio', 0):.4f}, the ratio "
                                 f"of {src_t}'s CPU counters",
+            shared_lock_thread=f"worker CPU per transaction at one thread (coordination) x "
+                               f"{transfer.get('shared_lock_thread_ratio', 0):.4f}, the ratio "
+                               f"fitted on {src_t}",
             wakeup=f"fitted on {src_t}")
     if probes:
         fitted_from["wakeup"] = ("this machine's wake-up probe (a pthread condition hand-off, "

@@ -62,6 +62,7 @@ ABLATIONS = {
     "commits handed on one at a time (binlog group commit instead)":
         dict(log_replica_updates=True, sync=0.0),
     "CPU growth with threads": dict(coordination_thread=0.0),
+    "shared-lock wait per running worker": dict(shared_lock_thread=0.0),
     "parallel-mode CPU (all)": dict(coordination=0.0, coordination_event=0.0,
                                     coordination_thread=0.0),
     "one disk for both logs": dict(shared_disk=False),
@@ -271,7 +272,7 @@ def _cell(r: dict, key: str) -> str:
 
 TERM_ROWS = ("exec_default", "exec_event", "exec_row", "dispatch", "dispatch_event", "dispatch_thread",
              "commit_serial", "commit_byte", "wakeup", "coordination", "coordination_event",
-             "coordination_thread", "sync", "sync_cpu", "commit_default", "commit_cpu",
+             "coordination_thread", "shared_lock_thread", "sync", "sync_cpu", "commit_default", "commit_cpu",
              "background_cpu", "handoff_event", "shared_disk", "commit_grouped",
              "log_replica_updates", "cores", "per_core_queues")
 
