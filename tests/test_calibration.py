@@ -275,3 +275,19 @@ def test_free_port_takes_a_port_in_time_wait():
         assert calibrate.free_port(busy.getsockname()[1]) != busy.getsockname()[1]
     finally:
         busy.close()
+
+
+def test_transfer_takes_the_16_core_fits_ratios(tmp_path):
+    """What a 2-core fit takes from replica16's fit.json: each growth as a ratio to its
+    one-thread value, the shared-lock wait to the worker's parallel-mode CPU per transaction."""
+    path = tmp_path / "fit.json"
+    path.write_text(json.dumps({
+        "profile": {"dispatch_event": 4.0, "dispatch_thread": 0.2, "coordination": 50.0,
+                    "shared_lock_thread": 5.0, "wakeup": 8.0},
+        "cpu_growth": {"coordination_event": 2.0, "coordination_thread": 0.5}}))
+    t = calib_fit.replica16_transfer(str(path))
+    assert t["dispatch_thread_ratio"] == pytest.approx(0.05)
+    assert t["coordination_thread_ratio"] == pytest.approx(0.25)
+    assert t["shared_lock_thread_ratio"] == pytest.approx(0.1)
+    assert t["wakeup"] == 8.0
+    assert calib_fit.replica16_transfer(str(tmp_path / "none.json")) is None
