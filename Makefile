@@ -33,7 +33,7 @@ help:
 	@echo "make calibrate-report  refit and redo the calibration tables from the stored measurements"
 	@echo "make fidelity   predicted against measured on replica16 (16 cores) and the 2-core VM, with"
 	@echo "                the baselines and one ablation row per mechanism (~3 min)"
-	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~10 min)"
+	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~17 min on 2 cores)"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 
 setup: python-deps java tlc-jar graphviz
