@@ -61,15 +61,18 @@ CGROUP = "/sys/fs/cgroup/cpu/commitsched-lag-replica"
 
 
 def limit_cpu(pid: int, percent: int | None) -> None:
-    """The replica's CPU bandwidth: `percent` of one core (cgroup v1 `cpu` quota over 1 ms
-    periods), so that it is a slower machine than the source's; None: no limit."""
+    """The replica's CPU bandwidth: `percent` of one core (cgroup v1 `cpu` quota), so that it
+    is a slower machine than the source's; None: no limit."""
     if percent is None:
         return
     os.makedirs(CGROUP, exist_ok=True)
+    # short periods, so that a throttled thread waits milliseconds, not tens: the kernel's
+    # smallest quota is 1 ms, so the period is 100 ms / percent (5 ms at 20%)
+    period = max(1000, 100_000 // percent)
     with open(os.path.join(CGROUP, "cpu.cfs_period_us"), "w") as f:
-        f.write("1000")          # the shortest period: a throttled thread waits < 1 ms
+        f.write(str(period))
     with open(os.path.join(CGROUP, "cpu.cfs_quota_us"), "w") as f:
-        f.write(str(10 * percent))
+        f.write(str(period * percent // 100))
     with open(os.path.join(CGROUP, "cgroup.procs"), "w") as f:
         f.write(str(pid))
 
