@@ -46,14 +46,17 @@ $(PY):
 # `make setup` is quick when done.
 DEPS_STAMP := $(VENV)/.deps-installed
 BINLOG_RS := $(wildcard model/binlog_rs/Cargo.toml model/binlog_rs/pyproject.toml model/binlog_rs/src/*.rs)
+SIMCORE_RS := $(wildcard model/simcore_rs/Cargo.toml model/simcore_rs/pyproject.toml model/simcore_rs/src/*.rs)
 python-deps: $(DEPS_STAMP)
 
-$(DEPS_STAMP): pyproject.toml $(BINLOG_RS) | $(PY)
+$(DEPS_STAMP): pyproject.toml $(BINLOG_RS) $(SIMCORE_RS) | $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,z3,docs,fit]'
 	@# the binary binlog reader (model/binlog_rs: mysql_common via PyO3), built with maturin
 	@$(MAKE) -s rust
 	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip install -q ./model/binlog_rs
+	@# the compiled simulation core (model/simcore_rs: trackers and appliers via PyO3)
+	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip install -q ./model/simcore_rs
 	touch $@
 
 # Rust >= 1.70 for the binlog reader's crates (Debian 12's packaged rustc is 1.63). The machines

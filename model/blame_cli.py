@@ -74,7 +74,7 @@ def _change(x) -> str:
 
 
 def add_subcommands(sub, add_model_options) -> None:
-    from .cli import SCHEDULER_HELP, _positive_int
+    from .cli import SCHEDULER_HELP, _positive_int, add_engine_option
     b = sub.add_parser(
         "blame", help="which transactions hold the replica back, and what splitting them buys",
         description="Simulate one scheduler with W workers and attribute every wait (commit "
@@ -100,4 +100,5 @@ def add_subcommands(sub, add_model_options) -> None:
     b.add_argument("--json", action="store_true", help="the numbers as JSON")
     b.add_argument("-o", "--output", help="write to this file instead of standard output")
     add_model_options(b)
+    add_engine_option(b)
     b.set_defaults(func=cmd_blame)

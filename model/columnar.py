@@ -1,0 +1,249 @@
+"""The columnar trace (issue 29): a trace as a few numpy arrays, one per field, by position, for
+the compiled simulation core (model/engine.py, model/simcore_rs).
+
+A transaction is not a Python object here: its fields are the i-th entries of integer and float
+arrays, and its write set a slice of one array of key ids (`w_keys[w_off[i]:w_off[i+1]]`), each
+row key interned to an integer once, at load. Absent values are -1 (integers, all
+non-negative in a valid trace) or NaN (costs); a column absent from every transaction is None.
+Only what a simulation reads is kept: a trace's `gtid`, `timestamp`, `db` and `before_images`
+stay with the Txn objects (the reference engine, the other commands).
+
+Why numpy and not Arrow (measured, docs/engine.md): both hand the Rust core contiguous buffers
+without a copy; numpy is already a dependency of the fits, its arrays fork into a sweep's
+processes copy-on-write, and building from Python lists is as fast; Arrow's list arrays would
+only rename `w_off` / `w_keys`.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Iterable, Iterator
+
+import numpy as np
+
+# The core's bit layouts (model/simcore_rs/src/cols.rs).
+FLAG_BITS = {"ddl": 1, "waited": 2, "transactional": 4, "allow_parallel": 8}
+BIT_DDL, BIT_ADMIN, BIT_NO_PK, BIT_FK_PARENT = 1, 2, 4, 8
+
+INT_COLUMNS = ("last_committed", "sequence_number", "commit_id", "events", "bytes", "rows",
+               "write_set_size")
+FLOAT_COLUMNS = ("exec", "commit")
+CHUNK = 1 << 16
+
+
+class Columns:
+    """A trace's columns. `n` transactions, seqs `seq0 .. seq0 + n - 1` (None when the seqs are
+    not consecutive: no core run then); `arrays` by the core's column names; `keys`: the row
+    keys by id; `replica_locks`: whether any transaction has some (the compiled MySQL applier
+    does not model them)."""
+
+    __slots__ = ("n", "seq0", "arrays", "keys", "replica_locks")
+
+    def __init__(self, n: int, seq0: int | None, arrays: dict, keys: list[str],
+                 replica_locks: bool):
+        self.n, self.seq0, self.arrays, self.keys = n, seq0, arrays, keys
+        self.replica_locks = replica_locks
+
+    def __len__(self) -> int:
+        return self.n
+
+    def slice(self, start: int, count: int) -> "Columns":
+        """Transactions start .. start + count - 1 (positions), without copying."""
+        start = max(0, min(start, self.n))
+        end = max(start, min(start + count, self.n))
+        arrays = {}
+        for name, a in self.arrays.items():
+            if a is None:
+                arrays[name] = None
+            elif name == "w_off":
+                arrays[name] = a[start:end + 1]
+            elif name == "w_keys":
+                arrays[name] = a
+            else:
+                arrays[name] = a[start:end]
+        return Columns(end - start, None if self.seq0 is None else self.seq0 + start, arrays,
+                       self.keys, self.replica_locks)
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays.values() if a is not None)
+
+
+class _Builder:
+    """Columns filled a chunk of transactions at a time (the loader's chunks, or any iterable):
+    each chunk becomes arrays at once, and the Txn objects can go."""
+
+    def __init__(self):
+        self.parts: dict[str, list] = {name: [] for name in (
+            "file", "flags", "bits", "session", "w_len", "w_keys") + INT_COLUMNS + FLOAT_COLUMNS}
+        self.present = dict.fromkeys(INT_COLUMNS + FLOAT_COLUMNS + ("flags", "bits", "session"),
+                                     False)
+        self.key_ids: dict[str, int] = {}
+        self.session_ids: dict = {}
+        self.n = 0
+        self.seq0: int | None = None
+        self.consecutive = True
+        self.replica_locks = False
+
+    def add(self, batch: list) -> None:
+        if not batch:
+            return
+        m = len(batch)
+        first = batch[0].seq
+        if self.seq0 is None:
+            self.seq0 = first
+        if self.consecutive and (first != self.seq0 + self.n or batch[-1].seq != first + m - 1
+                                 or any(t.seq != first + j for j, t in enumerate(batch))):
+            self.consecutive = False
+        parts, present = self.parts, self.present
+        parts["file"].append(np.fromiter((t.file for t in batch), np.int64, m))
+        for name in INT_COLUMNS:
+            values = [getattr(t, name) for t in batch]
+            if values.count(None) == m:
+                parts[name].append(None)
+                continue
+            present[name] = True
+            parts[name].append(np.fromiter((-1 if v is None else v for v in values), np.int64, m))
+        for name in FLOAT_COLUMNS:
+            values = [getattr(t, name) for t in batch]
+            if values.count(None) == m:
+                parts[name].append(None)
+                continue
+            present[name] = True
+            parts[name].append(np.fromiter((np.nan if v is None else v for v in values),
+                                           np.float64, m))
+        flag_of = _flag_mask
+        flags = [t.flags for t in batch]
+        if any(flags):
+            present["flags"] = True
+            parts["flags"].append(np.fromiter((flag_of(f) for f in flags), np.uint8, m))
+        else:
+            parts["flags"].append(None)
+        bits = [t.ddl | (t.admin << 1) | (t.no_pk << 2) | (t.fk_parent << 3) for t in batch]
+        if any(bits):
+            present["bits"] = True
+            parts["bits"].append(np.array(bits, np.uint8))
+        else:
+            parts["bits"].append(None)
+        sessions = [t.session for t in batch]
+        if sessions.count(None) == m:
+            parts["session"].append(None)
+        else:
+            present["session"] = True
+            ids = self.session_ids
+            parts["session"].append(np.fromiter(
+                (-1 if s is None else ids.setdefault((type(s), s), len(ids)) for s in sessions),
+                np.int64, m))
+        writes = [t.writes for t in batch]
+        parts["w_len"].append(np.fromiter(map(len, writes), np.int64, m))
+        ids = self.key_ids
+        keys = list(itertools.chain.from_iterable(writes))
+        parts["w_keys"].append(np.fromiter((ids.setdefault(k, len(ids)) for k in keys),
+                                           np.uint32, len(keys)))
+        if not self.replica_locks and any(t.replica_locks for t in batch):
+            self.replica_locks = True
+        self.n += m
+
+    def build(self) -> Columns:
+        n, parts = self.n, self.parts
+        arrays: dict = {}
+
+        def cat(name, dtype, fill):
+            chunks = parts[name]
+            if not self.present.get(name, True):
+                return None
+            full = []
+            for c, size in zip(chunks, parts["w_len"]):
+                full.append(c if c is not None else np.full(len(size), fill, dtype))
+            return np.concatenate(full) if full else np.zeros(0, dtype)
+
+        arrays["file"] = (np.concatenate(parts["file"]) if parts["file"]
+                          else np.zeros(0, np.int64))
+        for name in INT_COLUMNS + ("session",):
+            arrays[name] = cat(name, np.int64, -1)
+        for name in FLOAT_COLUMNS:
+            arrays[name] = cat(name, np.float64, np.nan)
+        arrays["flags"] = cat("flags", np.uint8, 0)
+        arrays["bits"] = cat("bits", np.uint8, 0)
+        w_off = np.zeros(n + 1, np.int64)
+        if n:
+            np.cumsum(np.concatenate(parts["w_len"]), out=w_off[1:])
+        arrays["w_off"] = w_off
+        arrays["w_keys"] = (np.concatenate(parts["w_keys"]) if parts["w_keys"]
+                            else np.zeros(0, np.uint32))
+        keys = list(self.key_ids)
+        if len(keys) >= 1 << 32:
+            self.consecutive = False            # more keys than the ids hold: no core run
+        return Columns(n, self.seq0 if self.consecutive else None, arrays, keys,
+                       self.replica_locks)
+
+
+_FLAG_MASKS: dict = {}
+
+
+def _flag_mask(flags) -> int:
+    mask = _FLAG_MASKS.get(flags)
+    if mask is None:
+        mask = 0
+        for f in flags:
+            mask |= FLAG_BITS[f]
+        _FLAG_MASKS[flags] = mask
+    return mask
+
+
+def from_txns(txns: Iterable) -> Columns:
+    """The columns of Txn objects (a list, or any iterable: read a chunk at a time)."""
+    b = _Builder()
+    it = iter(txns)
+    while True:
+        batch = list(itertools.islice(it, CHUNK))
+        if not batch:
+            break
+        b.add(batch)
+    return b.build()
+
+
+def from_batches(batches: Iterable[list]) -> Columns:
+    """The columns of the loader's decoded chunks (trace._open_batches): one chunk of Txn objects
+    at a time, each dropped once its arrays are made."""
+    b = _Builder()
+    for batch in batches:
+        b.add(batch)
+    return b.build()
+
+
+def load_columns(path: str) -> tuple[dict, Columns]:
+    """Load and validate a trace file straight into columns: its header's `source` and the
+    columns, never holding more than one decoded chunk of Txn objects."""
+    from .trace import _open_batches
+    source, batches = _open_batches(path)
+    return source, from_batches(batches)
+
+
+class ColumnarTxns:
+    """What `TraceSource.txns()` returns: an iterable of the trace's Txn objects (a fresh
+    iterator per `iter()`, so everything that reads a trace keeps working) that also carries the
+    trace's columns, so that `run_scheduler` can hand the run to the compiled core."""
+
+    __slots__ = ("columns", "_factory")
+
+    def __init__(self, columns, factory):
+        self.columns = columns            # a Columns, or a callable making it on first use
+        self._factory = factory
+
+    def __iter__(self) -> Iterator:
+        return iter(self._factory())
+
+    def get_columns(self) -> Columns | None:
+        if callable(self.columns):
+            self.columns = self.columns()
+        return self.columns
+
+    def slice(self, start: int, count: int) -> "ColumnarTxns":
+        """Positions start .. start + count - 1, with their columns (the report's what-if
+        sample)."""
+        parent = self
+
+        def cols():
+            c = parent.get_columns()
+            return None if c is None else c.slice(start, count)
+
+        return ColumnarTxns(cols, lambda: itertools.islice(iter(parent), start, start + count))

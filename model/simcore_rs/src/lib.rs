@@ -1,0 +1,331 @@
+//! commitsched's compiled simulation core (model/engine.py calls it): the trackers and the
+//! appliers' event loops of model/trackers.py, model/applier_mysql.py, model/applier_mariadb.py
+//! and model/simcore.py, over the columnar trace of model/columnar.py, returning what
+//! `metrics.RunMetrics` and the appliers return (and, on request, the per-transaction
+//! schedule). The Python model stays the reference: tests/test_engine_*.py hold the two run
+//! by run.
+
+mod cols;
+mod core;
+mod mariadb;
+mod mysql;
+mod profile;
+mod trackers;
+
+use pyo3::buffer::{Element, PyBuffer};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use crate::cols::Cols;
+use crate::core::{SimError, Sink, CAUSE_NAMES, N_CAUSES};
+use crate::profile::Profile;
+use crate::trackers::{Kind, Tracker};
+
+create_exception!(commitsched_simcore, TrackerUnfit, PyException);
+create_exception!(commitsched_simcore, Deadlock, PyException);
+create_exception!(commitsched_simcore, EngineError, PyException);
+
+/// A column: a C-contiguous buffer of T (a numpy array), or None when absent.
+fn column<T: Element>(d: &Bound<'_, PyDict>, name: &str) -> PyResult<Option<PyBuffer<T>>> {
+    match d.get_item(name)? {
+        None => Ok(None),
+        Some(v) if v.is_none() => Ok(None),
+        Some(v) => {
+            let b = PyBuffer::<T>::get_bound(&v)
+                .map_err(|e| PyValueError::new_err(format!("column {}: {}", name, e)))?;
+            if !b.is_c_contiguous() {
+                return Err(PyValueError::new_err(format!("column {} is not contiguous", name)));
+            }
+            Ok(Some(b))
+        }
+    }
+}
+
+fn slice<'b, T: Element>(b: &'b Option<PyBuffer<T>>, len: usize, name: &str)
+                         -> PyResult<Option<&'b [T]>> {
+    match b {
+        None => Ok(None),
+        Some(b) => {
+            if b.item_count() < len {
+                return Err(PyValueError::new_err(format!("column {} is too short", name)));
+            }
+            // SAFETY: a contiguous buffer of item_count T, alive while `b` is (the call)
+            Ok(Some(unsafe { std::slice::from_raw_parts(b.buf_ptr() as *const T, b.item_count()) }))
+        }
+    }
+}
+
+fn get_f64(d: &Bound<'_, PyDict>, k: &str) -> PyResult<f64> {
+    match d.get_item(k)? {
+        Some(v) => v.extract::<f64>(),
+        None => Err(PyValueError::new_err(format!("profile has no {}", k))),
+    }
+}
+
+fn get_bool(d: &Bound<'_, PyDict>, k: &str) -> PyResult<bool> {
+    match d.get_item(k)? {
+        Some(v) => v.is_truthy(),
+        None => Err(PyValueError::new_err(format!("profile has no {}", k))),
+    }
+}
+
+fn read_profile(d: &Bound<'_, PyDict>) -> PyResult<Profile> {
+    let cores = match d.get_item("cores")? {
+        Some(v) if !v.is_none() => Some(v.extract::<usize>()?),
+        _ => None,
+    };
+    Ok(Profile {
+        exec_default: get_f64(d, "exec_default")?,
+        commit_default: get_f64(d, "commit_default")?,
+        sync: get_f64(d, "sync")?,
+        dispatch: get_f64(d, "dispatch")?,
+        retry: get_f64(d, "retry")?,
+        cores,
+        sync_cpu: get_f64(d, "sync_cpu")?,
+        commit_cpu: get_f64(d, "commit_cpu")?,
+        commit_grouped: get_bool(d, "commit_grouped")?,
+        coordination: get_f64(d, "coordination")?,
+        background_cpu: get_f64(d, "background_cpu")?,
+        commit_serial: get_f64(d, "commit_serial")?,
+        dispatch_event: get_f64(d, "dispatch_event")?,
+        dispatch_thread: get_f64(d, "dispatch_thread")?,
+        exec_event: get_f64(d, "exec_event")?,
+        exec_row: get_f64(d, "exec_row")?,
+        handoff_event: get_f64(d, "handoff_event")?,
+        shared_disk: get_bool(d, "shared_disk")?,
+        coordination_event: get_f64(d, "coordination_event")?,
+        coordination_thread: get_f64(d, "coordination_thread")?,
+        shared_lock_thread: get_f64(d, "shared_lock_thread")?,
+        commit_byte: get_f64(d, "commit_byte")?,
+        wakeup: get_f64(d, "wakeup")?,
+        per_core_queues: get_bool(d, "per_core_queues")?,
+        log_replica_updates: get_bool(d, "log_replica_updates")?,
+    })
+}
+
+fn opt<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, k: &str, default: T) -> PyResult<T> {
+    match d.get_item(k)? {
+        Some(v) if !v.is_none() => v.extract::<T>(),
+        _ => Ok(default),
+    }
+}
+
+fn tracker_kind(name: &str, o: &Bound<'_, PyDict>, bugs: &[String]) -> PyResult<Kind> {
+    Ok(match name {
+        "serial" => Kind::Serial,
+        "commit_order" => Kind::CommitOrder,
+        "writeset" | "writeset_session" => Kind::Writeset {
+            session: name == "writeset_session" && !bugs.iter().any(|b| b == "session_order_dropped"),
+            history_size: opt(o, "history_size", 25000i64)?,
+            strict: opt(o, "ceiling", "none".to_string())? == "error",
+            count_duplicates: opt(o, "write_set", "vector".to_string())? == "vector",
+        },
+        "commit_id" => Kind::CommitId { lookahead: opt(o, "lookahead", 10000usize)? },
+        "slave_group_commit" => {
+            let count: f64 = opt(o, "commit_wait_count", 8.0f64)?;
+            Kind::SlaveGroupCommit {
+                count: (count.trunc() as i64).max(1) as usize,
+                usec: opt(o, "commit_wait_usec", 100000.0f64)?,
+                exec_default: opt(o, "exec_default", 100.0f64)?,
+                split_on_wait: !bugs.iter().any(|b| b == "group_not_split_on_wait"),
+            }
+        }
+        _ => return Err(EngineError::new_err(format!("tracker {} is not in the compiled core", name))),
+    })
+}
+
+/// What a run returns: RunMetrics' sums, the blocked time by cause, the schedule on request.
+struct Outcome {
+    sink: Sink,
+    blocked: [f64; N_CAUSES],
+}
+
+fn serial(c: &Cols, p: &Profile, workers: usize, arrival: Option<&[f64]>, schedule: bool) -> Outcome {
+    let mut sink = Sink::new(workers, c.n, schedule);
+    let sync = p.group_sync();
+    let mut t = 0.0f64;
+    for i in 0..c.n {
+        let mut run = core::Run::new(i, c.seq(i), p.exec_cost(c, i), p.commit_cost(c, i), 0.0);
+        run.worker = 0;
+        if let Some(a) = arrival {
+            run.arrival = a[i];
+            if run.arrival > t {
+                t = run.arrival;
+            }
+        }
+        run.dispatch = t;
+        t += p.dispatch_cost(c, i, 1);
+        run.start = t;
+        run.exec_end = t + run.exec;
+        run.ready = run.exec_end + run.commit_cost;
+        t = run.ready + sync;
+        run.commit = t;
+        sink.take(&run);
+    }
+    Outcome { sink, blocked: [0.0; N_CAUSES] }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_core(c: &Cols, p: &Profile, tracker: Option<Kind>, applier: &str, workers: usize,
+            aopts: &AOpts, bugs: &[String], arrival: Option<&[f64]>, schedule: bool)
+            -> Result<Outcome, SimError> {
+    let has = |b: &str| bugs.iter().any(|x| x == b);
+    let tracker = match tracker {
+        None => return Ok(serial(c, p, workers, arrival, schedule)),
+        Some(k) => Tracker::new(c, k),
+    };
+    if applier == "mysql" {
+        let mut sim = mysql::Mysql::new(
+            c, p, tracker, workers, aopts.preserve_commit_order, aopts.checkpoint_group,
+            mysql::Bugs { off_by_one: has("lwm_off_by_one"), not_prefix: has("lwm_not_prefix"),
+                          rotation_ignored: has("rotation_ignored") },
+            has("commit_order_unenforced"), arrival, schedule);
+        sim.run()?;
+        let blocked = sim.blocked();
+        return Ok(Outcome { sink: sim.sink, blocked });
+    }
+    let level = match applier {
+        "mariadb_conservative" => 1,
+        "mariadb_optimistic" => mariadb::OPTIMISTIC,
+        "mariadb_aggressive" => mariadb::AGGRESSIVE,
+        _ => return Err(SimError::Internal(format!("applier {} is not in the compiled core", applier))),
+    };
+    let mut sim = mariadb::Mariadb::new(c, p, tracker, workers, level, aopts.max_queued,
+                                        has("gco_start_on_exec"), has("optimistic_no_kill"),
+                                        arrival, schedule);
+    sim.run()?;
+    let blocked = sim.blocked();
+    Ok(Outcome { sink: sim.sink, blocked })
+}
+
+struct AOpts {
+    preserve_commit_order: bool,
+    checkpoint_group: usize,
+    max_queued: usize,
+}
+
+fn f64_bytes<'py>(py: Python<'py>, v: &[f64]) -> Bound<'py, PyBytes> {
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
+    PyBytes::new_bound(py, &bytes)
+}
+
+/// Run one (tracker, applier, W) over the columnar trace `cols` (model/columnar.py's arrays
+/// by name) of `n` transactions whose first seq is `seq0`. `tracker` None: the one-thread
+/// serial replay. `arrival`: when each transaction reaches the relay log, by position (f64
+/// array), or None. Returns a dict: count, busy, held, transactions, makespan, retries,
+/// wasted, blocked (by cause), and with `schedule` the per-transaction arrays (bytes of f64:
+/// dispatch, start, exec_end, commit; of i32: worker numbered from 1; of u32: retries).
+#[pyfunction]
+#[pyo3(signature = (cols, n, seq0, tracker, tracker_options, applier, workers, profile,
+                    applier_options, bugs, arrival=None, schedule=false))]
+#[allow(clippy::too_many_arguments)]
+fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64,
+                 tracker: Option<&str>, tracker_options: &Bound<'py, PyDict>, applier: &str,
+                 workers: usize, profile: &Bound<'py, PyDict>, applier_options: &Bound<'py, PyDict>,
+                 bugs: Vec<String>, arrival: Option<&Bound<'py, PyAny>>, schedule: bool)
+                 -> PyResult<Bound<'py, PyDict>> {
+    if workers < 1 {
+        return Err(PyValueError::new_err("workers must be at least 1"));
+    }
+    let b_file = column::<i64>(cols, "file")?;
+    let b_lc = column::<i64>(cols, "last_committed")?;
+    let b_sn = column::<i64>(cols, "sequence_number")?;
+    let b_cid = column::<i64>(cols, "commit_id")?;
+    let b_flags = column::<u8>(cols, "flags")?;
+    let b_bits = column::<u8>(cols, "bits")?;
+    let b_session = column::<i64>(cols, "session")?;
+    let b_exec = column::<f64>(cols, "exec")?;
+    let b_commit = column::<f64>(cols, "commit")?;
+    let b_events = column::<i64>(cols, "events")?;
+    let b_bytes = column::<i64>(cols, "bytes")?;
+    let b_rows = column::<i64>(cols, "rows")?;
+    let b_wss = column::<i64>(cols, "write_set_size")?;
+    let b_woff = column::<i64>(cols, "w_off")?;
+    let b_wkeys = column::<u32>(cols, "w_keys")?;
+    let b_arrival = match arrival {
+        Some(a) if !a.is_none() => Some(PyBuffer::<f64>::get_bound(a)?),
+        _ => None,
+    };
+    let file = slice(&b_file, n, "file")?.ok_or_else(|| PyValueError::new_err("no file column"))?;
+    let w_off = slice(&b_woff, n + 1, "w_off")?.ok_or_else(|| PyValueError::new_err("no w_off"))?;
+    let w_keys = slice(&b_wkeys, 0, "w_keys")?.unwrap_or(&[]);
+    if w_off[n] as usize > w_keys.len() || w_off.iter().take(n + 1).any(|&o| o < 0) {
+        return Err(PyValueError::new_err("w_off points past w_keys"));
+    }
+    let c = Cols {
+        n, seq0, file,
+        lc: slice(&b_lc, n, "last_committed")?,
+        sn: slice(&b_sn, n, "sequence_number")?,
+        cid: slice(&b_cid, n, "commit_id")?,
+        flags: slice(&b_flags, n, "flags")?,
+        bits: slice(&b_bits, n, "bits")?,
+        session: slice(&b_session, n, "session")?,
+        exec: slice(&b_exec, n, "exec")?,
+        commit: slice(&b_commit, n, "commit")?,
+        events: slice(&b_events, n, "events")?,
+        bytes: slice(&b_bytes, n, "bytes")?,
+        rows: slice(&b_rows, n, "rows")?,
+        wss: slice(&b_wss, n, "write_set_size")?,
+        w_off, w_keys,
+    };
+    let arrival_s = slice(&b_arrival, n, "arrival")?;
+    let p = read_profile(profile)?;
+    let kind = match tracker {
+        None => None,
+        Some(t) => Some(tracker_kind(t, tracker_options, &bugs)?),
+    };
+    let aopts = AOpts {
+        preserve_commit_order: opt(applier_options, "preserve_commit_order", true)?,
+        checkpoint_group: opt(applier_options, "checkpoint_group", 512usize)?,
+        max_queued: opt(applier_options, "max_queued", 64usize)?,
+    };
+    let result = py.allow_threads(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_core(&c, &p, kind, applier, workers, &aopts, &bugs, arrival_s, schedule)
+        }))
+    });
+    let out = match result {
+        Err(_) => return Err(EngineError::new_err("the compiled core failed (a panic): a bug in it")),
+        Ok(Err(SimError::Tracker(m))) => return Err(TrackerUnfit::new_err(m)),
+        Ok(Err(SimError::Deadlock(m))) => return Err(Deadlock::new_err(m)),
+        Ok(Err(SimError::Internal(m))) => return Err(EngineError::new_err(m)),
+        Ok(Ok(o)) => o,
+    };
+    let d = PyDict::new_bound(py);
+    let s = &out.sink;
+    d.set_item("count", PyList::new_bound(py, &s.count))?;
+    d.set_item("busy", PyList::new_bound(py, &s.busy))?;
+    d.set_item("held", PyList::new_bound(py, &s.held))?;
+    d.set_item("transactions", s.transactions)?;
+    d.set_item("makespan", s.makespan)?;
+    d.set_item("retries", s.retries)?;
+    d.set_item("wasted", s.wasted)?;
+    let blocked = PyDict::new_bound(py);
+    for (k, v) in CAUSE_NAMES.iter().zip(out.blocked.iter()) {
+        blocked.set_item(*k, *v)?;
+    }
+    d.set_item("blocked", blocked)?;
+    if let Some(sc) = &s.schedule {
+        d.set_item("dispatch", f64_bytes(py, &sc.dispatch))?;
+        d.set_item("start", f64_bytes(py, &sc.start))?;
+        d.set_item("exec_end", f64_bytes(py, &sc.exec_end))?;
+        d.set_item("commit", f64_bytes(py, &sc.commit))?;
+        let w: Vec<u8> = sc.worker.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        d.set_item("worker", PyBytes::new_bound(py, &w))?;
+        let r: Vec<u8> = sc.retries.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        d.set_item("retries_each", PyBytes::new_bound(py, &r))?;
+    }
+    Ok(d)
+}
+
+#[pymodule]
+fn commitsched_simcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add("PROFILE_READS", profile::READS.to_vec())?;
+    m.add("TrackerUnfit", m.py().get_type_bound::<TrackerUnfit>())?;
+    m.add("Deadlock", m.py().get_type_bound::<Deadlock>())?;
+    m.add("EngineError", m.py().get_type_bound::<EngineError>())?;
+    Ok(())
+}
