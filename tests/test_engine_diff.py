@@ -1,0 +1,203 @@
+"""The two engines, run by run (issue 29): every bundled trace and recording, and
+hypothesis-generated traces (conflicts, DDL, admin statements, sessions, big transactions,
+missing commit ids and clocks, rotations, sizes absent or given), under every scheduler the
+compiled core has, W in {1, 2, 3, 4, 8, 16} and every profile (tests/engine_diff.py): the same
+per-transaction dispatch, start, exec_end, commit, worker and retries, the same metrics and the
+same blocked time, bit for bit (engine_diff says why no tolerance).
+
+Short in `make test` (the bundled traces' first transactions, a few profiles; generated traces
+under every profile); the whole matrix in the slow suite (`-m slow`).
+"""
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commitsched import engine
+from commitsched.profiles import get_profile
+from commitsched.trace import load_trace, trace_from_dicts
+
+from engine_diff import (SCHEDULERS, WORKERS, columns_of, compare, compiled_run, difference,
+                         profiles, reference_run)
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+BUNDLED = sorted(glob.glob(os.path.join(ROOT, "traces", "examples", "*.jsonl*"))
+                 + glob.glob(os.path.join(ROOT, "traces", "recorded", "*.jsonl.gz")))
+SHORT_PROFILES = ("ideal", "durable", "replica16")
+SHORT_PREFIX = 300
+
+
+def test_the_compiled_core_is_built():
+    """`make setup` builds it (model/simcore_rs); without it every default run would quietly be
+    the reference's, and this suite would compare nothing."""
+    assert engine.available()
+
+
+def _load(path: str, limit: int | None = None) -> list:
+    txns = load_trace(path).txns
+    return txns if limit is None else txns[:limit]
+
+
+def _sweep(txns: list, profile_list, workers=WORKERS, schedulers=SCHEDULERS, **kw) -> list[str]:
+    columns = columns_of(txns)
+    bad = []
+    for profile in profile_list:
+        for sched in schedulers:
+            for w in ([1] if sched == "serial" else workers):
+                d = compare(sched, txns, columns, w, profile, **kw)
+                if d is not None:
+                    bad.append(d)
+    return bad
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=os.path.basename)
+def test_bundled_traces_short(path):
+    """The first transactions of each bundled trace, every scheduler and W, three profiles."""
+    bad = _sweep(_load(path, SHORT_PREFIX), [get_profile(p) for p in SHORT_PROFILES])
+    assert not bad, "\n".join(bad[:10])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", BUNDLED, ids=os.path.basename)
+def test_bundled_traces_whole(path):
+    """Each bundled trace whole, every scheduler, W and profile (named and variants)."""
+    bad = _sweep(_load(path), profiles())
+    assert not bad, "\n".join(bad[:10])
+
+
+# ------------------------------------------------------------------ generated traces
+
+@st.composite
+def wild_traces(draw, max_size: int = 30):
+    """Valid traces with nothing promised about their annotations: conflicts inside commit
+    groups (kills, retries), DDL and admin statements, sessions, big transactions, commit ids
+    or clocks missing for some or all transactions, rotations, costs and binlog sizes present
+    or absent (the profile's defaults)."""
+    n = draw(st.integers(1, max_size))
+    keys = draw(st.integers(1, 6))
+    has_clock = draw(st.sampled_from(["all", "none"]))
+    cid_mode = draw(st.sampled_from(["all", "some", "none"]))
+    costs = draw(st.booleans())
+    sizes = draw(st.booleans())
+    rows, file_no, sn, lc_floor, group, group_left = [], 1, 0, 0, 0, 0
+    for seq in range(1, n + 1):
+        if seq > 1 and draw(st.integers(0, 15)) == 0:
+            file_no, sn = file_no + 1, 0
+        kind = draw(st.integers(0, 19))
+        row: dict = {"seq": seq, "file": file_no}
+        if kind == 0:
+            row["ddl"] = True
+            row["writes"] = []
+        elif kind == 1:
+            row["admin"] = True
+            row["writes"] = []
+        else:
+            big = draw(st.integers(0, 9)) == 0
+            count = draw(st.integers(10, 40)) if big else draw(st.integers(0, 3))
+            ids = draw(st.lists(st.integers(0, keys + (40 if big else 0)), min_size=count,
+                                max_size=count))
+            row["writes"] = sorted({f"db{k % 2}.t{k % 3}/PRIMARY={k}" for k in ids})
+            if draw(st.integers(0, 9)) == 0:
+                row["no_pk"] = True
+            if draw(st.integers(0, 14)) == 0:
+                row["fk_parent"] = True
+            if row["writes"] and draw(st.integers(0, 7)) == 0:
+                row["write_set_size"] = len(row["writes"]) + draw(st.integers(0, 3))
+        flags = draw(st.sampled_from([None, ["transactional", "allow_parallel"],
+                                      ["transactional"], ["allow_parallel"], [],
+                                      ["transactional", "allow_parallel", "waited"], ["ddl"]]))
+        if flags is not None:
+            row["flags"] = flags
+        if draw(st.integers(0, 3)):
+            row["session"] = draw(st.integers(1, 4))
+        if costs:
+            row["exec"] = float(draw(st.integers(0, 30)))
+            if draw(st.booleans()):
+                row["commit"] = float(draw(st.integers(0, 5)))
+        if sizes:
+            row["events"] = draw(st.integers(2, 40))
+            row["bytes"] = draw(st.integers(100, 5000))
+            row["rows"] = draw(st.integers(0, 30))
+        if has_clock == "all":
+            sn += 1
+            lc = 0 if sn == 1 else draw(st.integers(max(0, min(lc_floor, sn - 1)), sn - 1))
+            row["last_committed"], row["sequence_number"] = lc, sn
+            lc_floor = lc
+        if cid_mode != "none" and (cid_mode == "all" or draw(st.booleans())):
+            if group_left <= 0:
+                group, group_left = group + 1, draw(st.integers(1, 5))
+            row["commit_id"] = group
+            group_left -= 1
+        rows.append(row)
+    return trace_from_dicts(rows, {"generator": "hypothesis (engine diff)"})
+
+
+@settings(max_examples=40)
+@given(wild_traces(), st.sampled_from(WORKERS))
+def test_generated_traces_every_profile(trace, workers):
+    bad = _sweep(trace.txns, profiles(), workers=(workers,))
+    assert not bad, "\n".join(bad[:10])
+
+
+@settings(max_examples=25)
+@given(wild_traces(), st.sampled_from(WORKERS), st.sampled_from(SHORT_PROFILES + ("durable-mariadb",)),
+       st.lists(st.floats(0, 50, allow_nan=False), min_size=30, max_size=30))
+def test_generated_traces_with_arrivals(trace, workers, profile, gaps):
+    """An open replay (model/replay.py): a transaction is dispatched no earlier than its
+    arrival, by seq (the reference's callable) and by position (the core's array)."""
+    arrivals = np.cumsum(np.array(gaps[:len(trace.txns)]) * 7.0)
+    by_seq = {t.seq: float(a) for t, a in zip(trace.txns, arrivals)}
+    txns = trace.txns
+    columns = columns_of(txns)
+    p = get_profile(profile)
+    for sched in SCHEDULERS:
+        for w in ([1] if sched == "serial" else (workers,)):
+            ref = reference_run(sched, txns, w, p, arrival=by_seq.__getitem__)
+            got = compiled_run(sched, columns, w, p, arrival=arrivals)
+            d = difference(ref, got)
+            assert d is None, f"{sched} W={w} {profile}: {d}"
+
+
+@settings(max_examples=30)
+@given(wild_traces(), st.sampled_from((1, 2, 3, 4)),
+       st.sampled_from([
+           ("writeset+mysql", {"history_size": 3}, {}),
+           ("writeset_session+mysql", {"history_size": 2, "write_set": "set"}, {}),
+           ("writeset+mysql", {"ceiling": "error"}, {}),
+           ("commit_order+mysql", {}, {"preserve_commit_order": False}),
+           ("writeset+mysql", {}, {"checkpoint_group": 2}),
+           ("commit_id+mariadb_optimistic", {"lookahead": 2}, {"max_queued": 1}),
+           ("commit_id+mariadb_conservative", {}, {"max_queued": 2}),
+           ("slave_group_commit+mariadb_conservative",
+            {"commit_wait_count": 3, "commit_wait_usec": 20.0, "exec_default": 5.0}, {}),
+       ]))
+def test_generated_traces_with_options(trace, workers, case):
+    """Tracker and applier options: a small write-set history (overflow), the 5.7 set, the
+    ceiling, commit order off, a small GAQ, a small MariaDB queue, the slave group commit's
+    triggers."""
+    sched, topts, aopts = case
+    columns = columns_of(trace.txns)
+    for name in ("ideal", "durable", "replica16"):
+        d = compare(sched, trace.txns, columns, workers, get_profile(name),
+                    tracker_options=topts, applier_options=aopts)
+        assert d is None, d
+
+
+def test_applier_bugs_the_core_has_agree():
+    """The catalogue bugs the core has (engine.COMPILED_BUGS) change both engines alike."""
+    txns = _load(os.path.join(ROOT, "traces", "examples", "oltp_rw_8clients.jsonl.gz"), 400)
+    columns = columns_of(txns)
+    p = get_profile("durable")
+    cases = [("commit_order+mysql", b) for b in ("lwm_off_by_one", "lwm_not_prefix",
+                                                 "rotation_ignored", "commit_order_unenforced")]
+    cases += [("commit_id+mariadb_optimistic", b) for b in ("gco_start_on_exec",
+                                                             "optimistic_no_kill")]
+    for sched, bug in cases:
+        for w in (2, 8):
+            d = compare(sched, txns, columns, w, p, bugs=frozenset({bug}))
+            assert d is None, f"{bug}: {d}"
