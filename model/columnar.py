@@ -63,6 +63,37 @@ class Columns:
         return Columns(end - start, None if self.seq0 is None else self.seq0 + start, arrays,
                        self.keys, self.replica_locks)
 
+    def lapped(self, laps: int) -> "Columns":
+        """The trace replayed `laps` times one after the other, as replay.lapped makes it: lap k
+        continues the seqs, moves its binlog files past the last lap's and its commit ids past
+        the last lap's largest (clocks are per file, so they stay)."""
+        if laps == 1:
+            return self
+        a = self.arrays
+        out = {}
+        max_file = int(a["file"].max()) if self.n else 0
+        for name, col in a.items():
+            if col is None or name in ("w_off", "w_keys"):
+                continue
+            if name == "file":
+                out[name] = np.concatenate([col + k * max_file for k in range(laps)])
+            elif name == "commit_id":
+                shift = int(col.max()) + 1 if self.n else 1
+                out[name] = np.concatenate([np.where(col < 0, col, col + k * shift)
+                                            for k in range(laps)])
+            else:
+                out[name] = np.tile(col, laps)
+        for name, col in a.items():
+            out.setdefault(name, None if col is None else col)
+        w_off = a["w_off"]
+        base = int(w_off[0])
+        used = a["w_keys"][base:int(w_off[-1])]
+        rel = w_off - base
+        out["w_keys"] = np.tile(used, laps)
+        out["w_off"] = np.concatenate([rel[:-1] + k * len(used) for k in range(laps)]
+                                      + [np.array([laps * len(used)], np.int64)])
+        return Columns(self.n * laps, self.seq0, out, self.keys, self.replica_locks)
+
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays.values() if a is not None)
 
