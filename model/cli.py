@@ -241,7 +241,8 @@ def _score(args, inp, profile, bugs, started: float) -> int:
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), progress=progress,
                           skip_unfit=not args.scheduler_given, z3_bound=args.z3_bound,
-                          z3_timeout=args.z3_timeout, jobs=args.jobs)
+                          z3_timeout=args.z3_timeout, jobs=args.jobs,
+                          cluster=getattr(args, "cluster", None))
     progress.done()
     if mysql is not None:
         for r in results:
@@ -417,7 +418,7 @@ def add_engine_option(p: argparse.ArgumentParser) -> None:
                         "model/simcore_rs) or reference (the Python model, the specs' twin); "
                         "both give the same schedules (tests/test_engine_*.py). Runs the "
                         "compiled core does not have use the reference whatever this says: "
-                        "the database tracker, tracker bugs, victim_wakeup_lost, "
+                        "tracker bugs, victim_wakeup_lost, "
                         "ticket_overflow, replica_locks, and the certification-based "
                         "schedulers")
 
@@ -486,6 +487,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--z3-timeout", type=_positive_float, default=10.0, metavar="S",
                    help="seconds z3 may take per (workers, regime) before the heuristic bound "
                         "is used (default 10)")
+    s.add_argument("--cluster", metavar="ADDRESS",
+                   help="run the (scheduler, W) runs on a Dask distributed cluster instead of "
+                        "the local process pool: its scheduler's address (tcp://host:8786), or "
+                        "local:N for N worker processes on this machine; a lost worker's runs "
+                        "are run again elsewhere; the results do not depend on it "
+                        "(model/distributed.py)")
     _add_model_options(s)
     _add_mysql_option(s)
     add_engine_option(s)
@@ -605,6 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .schedulers import SchedulerError
     from .simcore import SimulationError
     from .trackers import TrackerError
+    from .distributed import ClusterError
     started = time.perf_counter()
     if getattr(args, "engine", None):
         from . import engine
@@ -612,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except (TraceError, SchedulerError, SimulationError, ProfileError, TrackerError,
-            UsageError) as e:
+            UsageError, ClusterError) as e:
         print(f"commitsched: error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:

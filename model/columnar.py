@@ -54,9 +54,9 @@ class Columns:
         for name, a in self.arrays.items():
             if a is None:
                 arrays[name] = None
-            elif name == "w_off":
+            elif name in ("w_off", "s_off"):
                 arrays[name] = a[start:end + 1]
-            elif name == "w_keys":
+            elif name in ("w_keys", "s_ids"):
                 arrays[name] = a
             else:
                 arrays[name] = a[start:end]
@@ -73,7 +73,7 @@ class Columns:
         out = {}
         max_file = int(a["file"].max()) if self.n else 0
         for name, col in a.items():
-            if col is None or name in ("w_off", "w_keys"):
+            if col is None or name in ("w_off", "w_keys", "s_off", "s_ids"):
                 continue
             if name == "file":
                 out[name] = np.concatenate([col + k * max_file for k in range(laps)])
@@ -85,12 +85,14 @@ class Columns:
                 out[name] = np.tile(col, laps)
         for name, col in a.items():
             out.setdefault(name, None if col is None else col)
-        w_off = a["w_off"]
-        base = int(w_off[0])
-        used = a["w_keys"][base:int(w_off[-1])]
-        rel = w_off - base
-        out["w_keys"] = np.tile(used, laps)
-        out["w_off"] = np.concatenate([rel[:-1] + k * len(used) for k in range(laps)]
+        for off, ids in (("w_off", "w_keys"), ("s_off", "s_ids")):
+            if a.get(off) is None:
+                continue
+            base = int(a[off][0])
+            used = a[ids][base:int(a[off][-1])]
+            rel = a[off] - base
+            out[ids] = np.tile(used, laps)
+            out[off] = np.concatenate([rel[:-1] + k * len(used) for k in range(laps)]
                                       + [np.array([laps * len(used)], np.int64)])
         return Columns(self.n * laps, self.seq0, out, self.keys, self.replica_locks)
 
@@ -104,10 +106,12 @@ class _Builder:
 
     def __init__(self):
         self.parts: dict[str, list] = {name: [] for name in (
-            "file", "flags", "bits", "session", "w_len", "w_keys") + INT_COLUMNS + FLOAT_COLUMNS}
+            "file", "flags", "bits", "session", "w_len", "w_keys", "s_len", "s_ids")
+            + INT_COLUMNS + FLOAT_COLUMNS}
         self.present = dict.fromkeys(INT_COLUMNS + FLOAT_COLUMNS + ("flags", "bits", "session"),
                                      False)
         self.key_ids: dict[str, int] = {}
+        self.schema_ids: dict[str, int] = {}
         self.session_ids: dict = {}
         self.n = 0
         self.seq0: int | None = None
@@ -169,6 +173,12 @@ class _Builder:
         keys = list(itertools.chain.from_iterable(writes))
         parts["w_keys"].append(np.fromiter((ids.setdefault(k, len(ids)) for k in keys),
                                            np.uint32, len(keys)))
+        schemas = [t.schemas for t in batch]      # the database tracker's (Txn.schemas)
+        parts["s_len"].append(np.fromiter(map(len, schemas), np.int64, m))
+        sids = self.schema_ids
+        names = list(itertools.chain.from_iterable(schemas))
+        parts["s_ids"].append(np.fromiter((sids.setdefault(d, len(sids)) for d in names),
+                                          np.uint32, len(names)))
         if not self.replica_locks and any(t.replica_locks for t in batch):
             self.replica_locks = True
         self.n += m
@@ -200,6 +210,12 @@ class _Builder:
         arrays["w_off"] = w_off
         arrays["w_keys"] = (np.concatenate(parts["w_keys"]) if parts["w_keys"]
                             else np.zeros(0, np.uint32))
+        s_off = np.zeros(n + 1, np.int64)
+        if n:
+            np.cumsum(np.concatenate(parts["s_len"]), out=s_off[1:])
+        arrays["s_off"] = s_off
+        arrays["s_ids"] = (np.concatenate(parts["s_ids"]) if parts["s_ids"]
+                           else np.zeros(0, np.uint32))
         keys = list(self.key_ids)
         if len(keys) >= 1 << 32:
             self.consecutive = False            # more keys than the ids hold: no core run

@@ -11,8 +11,7 @@ and the same metrics.
 (the default of `score`, `report`, `blame`, `lag`; `--engine reference` for the Python model),
 the transactions come with their columns (`columnar.ColumnarTxns`), the sink is a plain
 `RunMetrics`, and the run is one the core has (`unsupported` says why not otherwise). Runs the
-core does not have go to the reference, whatever the engine: the `database` tracker (MySQL 5.6),
-the tracker bugs, `victim_wakeup_lost` and `ticket_overflow`, a MySQL trace with
+core does not have go to the reference, whatever the engine: the tracker bugs, `victim_wakeup_lost` and `ticket_overflow`, a MySQL trace with
 `replica_locks`, a schedule observer (`log=`), and any scheduler the core does not know (the
 certification-based schedulers, reference-only).
 """
@@ -29,13 +28,17 @@ ENGINES = ("compiled", "reference")
 _default = os.environ.get("COMMITSCHED_ENGINE", "compiled")
 
 COMPILED_TRACKERS = frozenset({"serial", "commit_order", "commit_id", "writeset",
-                               "writeset_session", "slave_group_commit"})
+                               "writeset_session", "slave_group_commit", "database"})
 COMPILED_APPLIERS = frozenset({"mysql", "mariadb_conservative", "mariadb_optimistic",
                                "mariadb_aggressive"})
 COMPILED_BUGS = frozenset({"lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
                            "commit_order_unenforced", "gco_start_on_exec", "optimistic_no_kill"})
-COMPILED_APPLIER_OPTIONS = frozenset({"preserve_commit_order", "checkpoint_group", "max_queued",
-                                      "ticket_wrap"})
+# The applier options each applier takes (the others the reference refuses, so the core leaves
+# them to it); the MariaDB applier is given the MySQL ones and drops them, as run_scheduler does.
+COMPILED_APPLIER_OPTIONS = {"mysql": frozenset({"preserve_commit_order", "checkpoint_group",
+                                                "ticket_wrap"}),
+                            "mariadb": frozenset({"preserve_commit_order", "checkpoint_group",
+                                                  "ticket_wrap", "max_queued"})}
 # Profile fields that describe a prediction and change no simulation: the core need not read
 # them. Every other field must be in the core's PROFILE_READS (tests/test_engine_profile.py).
 DESCRIPTIVE_PROFILE_FIELDS = frozenset({"name", "provenance", "durability", "machine", "band",
@@ -90,7 +93,8 @@ def unsupported(sched, columns, bugs=frozenset(), tracker_options=None,
     extra = frozenset(bugs) - COMPILED_BUGS
     if extra:
         return f"bug(s) {', '.join(sorted(extra))} are reference-only"
-    if set(applier_options or {}) - COMPILED_APPLIER_OPTIONS:
+    family = "mysql" if sched.applier == "mysql" else "mariadb"
+    if not sched.is_serial and set(applier_options or {}) - COMPILED_APPLIER_OPTIONS[family]:
         return "applier options the core does not know"
     return None
 

@@ -24,7 +24,7 @@ SCHEDULERS = ("serial", "serial+mysql", "commit_order+mysql", "writeset+mysql",
               "writeset_session+mysql", "commit_id+mariadb_conservative",
               "commit_id+mariadb_optimistic", "commit_id+mariadb_aggressive",
               "slave_group_commit+mariadb_conservative", "slave_group_commit+mariadb_optimistic",
-              "slave_group_commit+mariadb_aggressive")
+              "slave_group_commit+mariadb_aggressive", "database+mysql")
 WORKERS = (1, 2, 3, 4, 8, 16)
 SCHEDULE_FIELDS = ("dispatch", "start", "exec_end", "commit", "worker", "retries")
 

@@ -30,6 +30,9 @@ pub struct Cols<'a> {
     pub wss: Option<&'a [i64]>,
     pub w_off: &'a [i64],
     pub w_keys: &'a [u32],
+    /// the schemas a transaction touches (`Txn.schemas`), for the database tracker
+    pub s_off: Option<&'a [i64]>,
+    pub s_ids: Option<&'a [u32]>,
 }
 
 #[inline]
@@ -116,6 +119,13 @@ impl<'a> Cols<'a> {
     #[inline]
     pub fn writes(&self, i: usize) -> &'a [u32] {
         &self.w_keys[self.w_off[i] as usize..self.w_off[i + 1] as usize]
+    }
+    #[inline]
+    pub fn schemas(&self, i: usize) -> &'a [u32] {
+        match (self.s_off, self.s_ids) {
+            (Some(o), Some(ids)) => &ids[o[i] as usize..o[i + 1] as usize],
+            _ => &[],
+        }
     }
     #[inline]
     pub fn n_writes(&self, i: usize) -> i64 {

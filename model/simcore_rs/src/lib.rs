@@ -7,6 +7,7 @@
 
 mod cols;
 mod core;
+mod database;
 mod mariadb;
 mod mysql;
 mod profile;
@@ -116,6 +117,7 @@ fn tracker_kind(name: &str, o: &Bound<'_, PyDict>, bugs: &[String]) -> PyResult<
     Ok(match name {
         "serial" => Kind::Serial,
         "commit_order" => Kind::CommitOrder,
+        "database" => Kind::Database,
         "writeset" | "writeset_session" => Kind::Writeset {
             session: name == "writeset_session" && !bugs.iter().any(|b| b == "session_order_dropped"),
             history_size: opt(o, "history_size", 25000i64)?,
@@ -172,10 +174,18 @@ fn run_core(c: &Cols, p: &Profile, tracker: Option<Kind>, applier: &str, workers
             aopts: &AOpts, bugs: &[String], arrival: Option<&[f64]>, schedule: bool)
             -> Result<Outcome, SimError> {
     let has = |b: &str| bugs.iter().any(|x| x == b);
+    let kind_is = tracker.as_ref().map(|k| matches!(k, Kind::Database));
     let tracker = match tracker {
         None => return Ok(serial(c, p, workers, arrival, schedule)),
         Some(k) => Tracker::new(c, k),
     };
+    if applier == "mysql" && matches!(kind_is, Some(true)) {
+        let mut sim = database::Database::new(c, p, tracker, workers, aopts.checkpoint_group,
+                                              arrival, schedule);
+        sim.run()?;
+        let blocked = sim.blocked();
+        return Ok(Outcome { sink: sim.sink, blocked });
+    }
     if applier == "mysql" {
         let mut sim = mysql::Mysql::new(
             c, p, tracker, workers, aopts.preserve_commit_order, aopts.checkpoint_group,
@@ -244,6 +254,8 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
     let b_wss = column::<i64>(cols, "write_set_size")?;
     let b_woff = column::<i64>(cols, "w_off")?;
     let b_wkeys = column::<u32>(cols, "w_keys")?;
+    let b_soff = column::<i64>(cols, "s_off")?;
+    let b_sids = column::<u32>(cols, "s_ids")?;
     let b_arrival = match arrival {
         Some(a) if !a.is_none() => Some(PyBuffer::<f64>::get_bound(a)?),
         _ => None,
@@ -269,7 +281,14 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
         rows: slice(&b_rows, n, "rows")?,
         wss: slice(&b_wss, n, "write_set_size")?,
         w_off, w_keys,
+        s_off: slice(&b_soff, n + 1, "s_off")?,
+        s_ids: slice(&b_sids, 0, "s_ids")?,
     };
+    if let (Some(o), Some(ids)) = (c.s_off, c.s_ids) {
+        if o[n] as usize > ids.len() || o.iter().take(n + 1).any(|&x| x < 0) {
+            return Err(PyValueError::new_err("s_off points past s_ids"));
+        }
+    }
     let arrival_s = slice(&b_arrival, n, "arrival")?;
     let p = read_profile(profile)?;
     let kind = match tracker {

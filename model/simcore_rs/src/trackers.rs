@@ -20,6 +20,9 @@ pub enum Kind {
     Writeset { session: bool, history_size: i64, strict: bool, count_duplicates: bool },
     CommitId { lookahead: usize },
     SlaveGroupCommit { count: usize, usec: f64, exec_default: f64, split_on_wait: bool },
+    /// MySQL 5.6 DATABASE: `a` is 1 for "run isolated" (DDL, admin, over 16 schemas), else 0;
+    /// the schemas themselves are the trace's (`Cols::schemas`)
+    Database,
 }
 
 pub struct Tracker<'a> {
@@ -118,6 +121,10 @@ impl<'a> Tracker<'a> {
                 };
                 let sn = c.sn(i).unwrap_or(-1);
                 self.out.push_back((i, Dep { a: lc, b: sn, file: c.file(i), flags: 0 }));
+            }
+            Kind::Database => {
+                let isolated = c.ddl(i) || c.admin(i) || c.schemas(i).len() > 16;
+                self.out.push_back((i, Dep { a: isolated as i64, b: 0, file: 0, flags: 0 }));
             }
             Kind::Writeset { session, history_size, strict, count_duplicates } => {
                 self.writeset(i, session, history_size, strict, count_duplicates)?;
