@@ -16,6 +16,7 @@ only rename `w_off` / `w_keys`.
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -28,6 +29,9 @@ INT_COLUMNS = ("last_committed", "sequence_number", "commit_id", "events", "byte
                "write_set_size")
 FLOAT_COLUMNS = ("exec", "commit")
 CHUNK = 1 << 16
+_FIELDS = ("seq", "file") + INT_COLUMNS + FLOAT_COLUMNS + (
+    "flags", "ddl", "admin", "no_pk", "fk_parent", "session", "writes", "replica_locks", "db")
+_GET = operator.attrgetter(*_FIELDS)
 
 
 class Columns:
@@ -111,6 +115,7 @@ class _Builder:
         self.present = dict.fromkeys(INT_COLUMNS + FLOAT_COLUMNS + ("flags", "bits", "session"),
                                      False)
         self.key_ids: dict[str, int] = {}
+        self.key_schema: list[int] = []          # key id -> its schema's id
         self.schema_ids: dict[str, int] = {}
         self.session_ids: dict = {}
         self.n = 0
@@ -119,46 +124,65 @@ class _Builder:
         self.replica_locks = False
 
     def add(self, batch: list) -> None:
+        """One chunk: its fields read in one C-level pass (`attrgetter`, transposed), each
+        column made by numpy from the list of its values."""
         if not batch:
             return
         m = len(batch)
-        first = batch[0].seq
+        cols = dict(zip(_FIELDS, zip(*map(_GET, batch))))
+        seqs = np.array(cols["seq"], np.int64)
         if self.seq0 is None:
-            self.seq0 = first
-        if self.consecutive and (first != self.seq0 + self.n or batch[-1].seq != first + m - 1
-                                 or any(t.seq != first + j for j, t in enumerate(batch))):
+            self.seq0 = int(seqs[0])
+        if self.consecutive and (seqs[0] != self.seq0 + self.n
+                                 or (m > 1 and not (np.diff(seqs) == 1).all())):
             self.consecutive = False
         parts, present = self.parts, self.present
-        parts["file"].append(np.fromiter((t.file for t in batch), np.int64, m))
-        for name in INT_COLUMNS:
-            values = [getattr(t, name) for t in batch]
-            if values.count(None) == m:
-                parts[name].append(None)
-                continue
-            present[name] = True
-            parts[name].append(np.fromiter((-1 if v is None else v for v in values), np.int64, m))
+        try:
+            parts["file"].append(np.array(cols["file"], np.int64))
+            for name in INT_COLUMNS:
+                values = cols[name]
+                nones = values.count(None)
+                if nones == m:
+                    parts[name].append(None)
+                    continue
+                present[name] = True
+                if nones:
+                    arr = np.array(values, np.float64)     # None -> NaN
+                    if np.nanmax(arr) >= 2.0 ** 53:        # beyond a float's integers
+                        arr = np.fromiter((-1 if v is None else v for v in values), np.int64, m)
+                    else:
+                        arr = np.where(np.isnan(arr), -1.0, arr).astype(np.int64)
+                else:
+                    arr = np.array(values, np.int64)
+                parts[name].append(arr)
+        except OverflowError:                  # an integer beyond int64: no core run
+            self.consecutive = False
+            for name in ("file",) + INT_COLUMNS:
+                if len(parts[name]) > len(parts["w_len"]):
+                    parts[name].pop()
+                parts[name].append(np.full(m, -1, np.int64))
         for name in FLOAT_COLUMNS:
-            values = [getattr(t, name) for t in batch]
+            values = cols[name]
             if values.count(None) == m:
                 parts[name].append(None)
                 continue
             present[name] = True
-            parts[name].append(np.fromiter((np.nan if v is None else v for v in values),
-                                           np.float64, m))
-        flag_of = _flag_mask
-        flags = [t.flags for t in batch]
+            parts[name].append(np.array(values, np.float64))
+        flags = cols["flags"]
         if any(flags):
             present["flags"] = True
-            parts["flags"].append(np.fromiter((flag_of(f) for f in flags), np.uint8, m))
+            parts["flags"].append(np.fromiter(map(_flag_mask, flags), np.uint8, m))
         else:
             parts["flags"].append(None)
-        bits = [t.ddl | (t.admin << 1) | (t.no_pk << 2) | (t.fk_parent << 3) for t in batch]
-        if any(bits):
+        bits = (np.array(cols["ddl"], np.uint8) | (np.array(cols["admin"], np.uint8) << 1)
+                | (np.array(cols["no_pk"], np.uint8) << 2)
+                | (np.array(cols["fk_parent"], np.uint8) << 3))
+        if bits.any():
             present["bits"] = True
-            parts["bits"].append(np.array(bits, np.uint8))
+            parts["bits"].append(bits)
         else:
             parts["bits"].append(None)
-        sessions = [t.session for t in batch]
+        sessions = cols["session"]
         if sessions.count(None) == m:
             parts["session"].append(None)
         else:
@@ -167,21 +191,47 @@ class _Builder:
             parts["session"].append(np.fromiter(
                 (-1 if s is None else ids.setdefault((type(s), s), len(ids)) for s in sessions),
                 np.int64, m))
-        writes = [t.writes for t in batch]
-        parts["w_len"].append(np.fromiter(map(len, writes), np.int64, m))
-        ids = self.key_ids
+        writes = cols["writes"]
+        w_len = np.fromiter(map(len, writes), np.int64, m)
+        parts["w_len"].append(w_len)
         keys = list(itertools.chain.from_iterable(writes))
-        parts["w_keys"].append(np.fromiter((ids.setdefault(k, len(ids)) for k in keys),
-                                           np.uint32, len(keys)))
-        schemas = [t.schemas for t in batch]      # the database tracker's (Txn.schemas)
-        parts["s_len"].append(np.fromiter(map(len, schemas), np.int64, m))
-        sids = self.schema_ids
-        names = list(itertools.chain.from_iterable(schemas))
-        parts["s_ids"].append(np.fromiter((sids.setdefault(d, len(sids)) for d in names),
-                                          np.uint32, len(names)))
-        if not self.replica_locks and any(t.replica_locks for t in batch):
+        key_ids = self.key_ids
+        found = list(map(key_ids.get, keys))
+        if None in found:                     # keys seen for the first time
+            schemas = self.key_schema
+            for j, k in enumerate(keys):
+                if found[j] is None:
+                    found[j] = key_ids.get(k)
+                    if found[j] is None:
+                        found[j] = key_ids[k] = len(key_ids)
+                        schemas.append(self._schema_id(k.partition(".")[0]))
+        w_keys = np.array(found, np.uint32)
+        parts["w_keys"].append(w_keys)
+        self._schemas(cols["db"], w_len, w_keys)
+        if not self.replica_locks and any(cols["replica_locks"]):
             self.replica_locks = True
         self.n += m
+
+    def _schema_id(self, name: str) -> int:
+        return self.schema_ids.setdefault(name, len(self.schema_ids))
+
+    def _schemas(self, dbs: tuple, w_len: np.ndarray, w_keys: np.ndarray) -> None:
+        """`Txn.schemas` of a chunk, as ids: the `db` field when given (as it is), else the
+        distinct schemas of the write keys (their order does not matter to the database
+        applier: it only asks which workers hold them)."""
+        m = len(w_len)
+        txn_of = np.repeat(np.arange(m, dtype=np.int64), w_len)
+        sid = np.asarray(self.key_schema, np.int64)[w_keys] if len(w_keys) else \
+            np.zeros(0, np.int64)
+        pair = np.unique(txn_of * (1 << 32) + sid)
+        per = [list(x) for x in np.split(pair & 0xFFFFFFFF, np.searchsorted(pair >> 32,
+                                                                            np.arange(1, m)))]
+        if any(d is not None for d in dbs):
+            for j, d in enumerate(dbs):
+                if d is not None:
+                    per[j] = [self._schema_id(x) for x in d]
+        self.parts["s_len"].append(np.fromiter(map(len, per), np.int64, m))
+        self.parts["s_ids"].append(np.array(list(itertools.chain.from_iterable(per)), np.uint32))
 
     def build(self) -> Columns:
         n, parts = self.n, self.parts
