@@ -138,11 +138,31 @@ def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker
     except _core.EngineError as e:
         raise EngineError(str(e)) from None
     if schedule:
-        for name in ("dispatch", "start", "exec_end", "commit"):
+        for name in ("dispatch", "start", "exec_end", "commit", "exec", "ready", "wasted_each"):
             out[name] = np.frombuffer(out[name], np.float64)
         out["worker"] = np.frombuffer(out["worker"], np.int32)
         out["retries_each"] = np.frombuffer(out["retries_each"], np.uint32)
     return out
+
+
+def feed(out: dict, txns, columns, profile, sink, arrival=None) -> None:
+    """Hand a sink that takes its runs in seq order (`seq_order = True`: the report's window
+    sinks) the run records of a core run made with `schedule`, rebuilt from its arrays."""
+    from .simcore import TxnRun
+    cols = {k: out[k].tolist() for k in ("dispatch", "start", "exec_end", "ready", "commit",
+                                         "exec", "wasted_each", "worker", "retries_each")}
+    arrivals = None if arrival is None else arrival_array(columns, arrival).tolist()
+    commit_cost = profile.commit_cost
+    for i, txn in enumerate(txns):
+        run = TxnRun(txn, None, cols["exec"][i], commit_cost(txn),
+                     0.0 if arrivals is None else arrivals[i])
+        run.worker = cols["worker"][i] - 1
+        run.dispatch, run.start = cols["dispatch"][i], cols["start"][i]
+        run.exec_end, run.ready, run.commit = (cols["exec_end"][i], cols["ready"][i],
+                                               cols["commit"][i])
+        run.retries, run.wasted = cols["retries_each"][i], cols["wasted_each"][i]
+        run.done = True
+        sink(run)
 
 
 def fill_metrics(metrics, out: dict) -> None:

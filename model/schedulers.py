@@ -103,11 +103,14 @@ def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, prof
 
     `engine` ("compiled" | "reference"; None: `engine.default()`): with "compiled", a run whose
     transactions carry their columns (`columnar.ColumnarTxns`, what `TraceSource.txns()`
-    gives) and whose sink is a plain `RunMetrics` goes to the compiled core when it has that
-    run (`engine.unsupported`); anything else runs in the reference model."""
+    gives) and whose sink is a plain `RunMetrics`, or takes its runs in seq order (a sink with
+    `seq_order = True`, fed the records rebuilt from the core's schedule), goes to the compiled
+    core when it has that run (`engine.unsupported`); anything else runs in the reference
+    model."""
     if isinstance(scheduler, str):
         scheduler = parse_scheduler(scheduler)
-    if type(sink) is RunMetrics and (engine or engine_mod.default()) == "compiled":
+    seq_order = getattr(sink, "seq_order", False)
+    if (type(sink) is RunMetrics or seq_order) and (engine or engine_mod.default()) == "compiled":
         get_columns = getattr(txns, "get_columns", None)
         columns = get_columns() if get_columns is not None else None
         if columns is not None and engine_mod.unsupported(
@@ -125,8 +128,12 @@ def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, prof
                     raise SimulationError(f"unknown MariaDB mode {mode!r}")
             out = engine_mod.simulate(scheduler, columns, workers, profile, bugs=bugs,
                                       tracker_options=tracker_options,
-                                      applier_options=applier_options, arrival=arrival)
-            engine_mod.fill_metrics(sink, out)
+                                      applier_options=applier_options, arrival=arrival,
+                                      schedule=seq_order)
+            if seq_order:
+                engine_mod.feed(out, txns, columns, profile, sink, arrival)
+            else:
+                engine_mod.fill_metrics(sink, out)
             return out["blocked"]
     if scheduler.is_serial:
         return simulate_serial(txns, profile, sink, arrival)

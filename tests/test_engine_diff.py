@@ -237,3 +237,27 @@ def test_lag_replays_agree(scheduler, workers, profile, monkeypatch):
     for a, b in zip(ref[1:], got[1:]):
         assert np.array_equal(a.dispatch, b.dispatch) and np.array_equal(a.commit, b.commit)
         assert np.array_equal(a.source, b.source)
+
+
+# ------------------------------------------------------------------ the report's window sinks
+
+@pytest.mark.parametrize("scheduler,workers", [("commit_id+mariadb_optimistic", 8),
+                                               ("writeset+mysql", 4)])
+def test_window_sinks_get_the_same_records(scheduler, workers, monkeypatch):
+    """The report's schedule windows (a sink that takes its runs in seq order) get the same
+    run records from the core's schedule as from the reference's runs."""
+    from commitsched import engine as engine_mod
+    from commitsched.columnar import ColumnarTxns
+    from commitsched.report.gantt import WindowSink
+    from commitsched.schedulers import run_scheduler
+    txns = _load(os.path.join(ROOT, "traces", "recorded", "oltp_read_write_t8.jsonl.gz"))
+    columns = columns_of(txns)
+    got = {}
+    for name in ("reference", "compiled"):
+        monkeypatch.setattr(engine_mod, "_default", name)
+        sink = WindowSink(40)
+        run_scheduler(scheduler, ColumnarTxns(columns, lambda: iter(txns)), workers,
+                      get_profile("replica16"), sink)
+        got[name] = [(r.seq, r.worker, r.dispatch, r.start, r.exec_end, r.ready, r.commit,
+                      r.exec, r.retries, r.wasted) for r in sink.window()]
+    assert got["reference"] == got["compiled"] and len(got["compiled"]) == 40

@@ -721,6 +721,9 @@ pub struct Sink {
 }
 
 pub struct Schedule {
+    pub exec: Vec<f64>,
+    pub ready: Vec<f64>,
+    pub wasted: Vec<f64>,
     pub dispatch: Vec<f64>,
     pub start: Vec<f64>,
     pub exec_end: Vec<f64>,
@@ -736,6 +739,7 @@ impl Sink {
             transactions: 0, makespan: 0.0, retries: 0, wasted: 0.0,
             schedule: if schedule {
                 Some(Schedule {
+                    exec: vec![f64::NAN; n], ready: vec![f64::NAN; n], wasted: vec![0.0; n],
                     dispatch: vec![f64::NAN; n], start: vec![f64::NAN; n],
                     exec_end: vec![f64::NAN; n], commit: vec![f64::NAN; n], worker: vec![0; n],
                     retries: vec![0; n],
@@ -762,6 +766,9 @@ impl Sink {
         }
         if let Some(s) = &mut self.schedule {
             let i = run.idx;
+            s.exec[i] = run.exec;
+            s.ready[i] = run.ready;
+            s.wasted[i] = run.wasted;
             s.dispatch[i] = run.dispatch;
             s.start[i] = run.start;
             s.exec_end[i] = run.exec_end;

@@ -327,6 +327,9 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
     }
     d.set_item("blocked", blocked)?;
     if let Some(sc) = &s.schedule {
+        d.set_item("exec", f64_bytes(py, &sc.exec))?;
+        d.set_item("ready", f64_bytes(py, &sc.ready))?;
+        d.set_item("wasted_each", f64_bytes(py, &sc.wasted))?;
         d.set_item("dispatch", f64_bytes(py, &sc.dispatch))?;
         d.set_item("start", f64_bytes(py, &sc.start))?;
         d.set_item("exec_end", f64_bytes(py, &sc.exec_end))?;
