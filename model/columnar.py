@@ -40,12 +40,13 @@ class Columns:
     keys by id; `replica_locks`: whether any transaction has some (the compiled MySQL applier
     does not model them)."""
 
-    __slots__ = ("n", "seq0", "arrays", "keys", "replica_locks")
+    __slots__ = ("n", "seq0", "arrays", "keys", "replica_locks", "schemas")
 
     def __init__(self, n: int, seq0: int | None, arrays: dict, keys: list[str],
-                 replica_locks: bool):
+                 replica_locks: bool, schemas: list[str] | None = None):
         self.n, self.seq0, self.arrays, self.keys = n, seq0, arrays, keys
         self.replica_locks = replica_locks
+        self.schemas = schemas or []          # schema names by id (s_ids)
 
     def __len__(self) -> int:
         return self.n
@@ -65,7 +66,7 @@ class Columns:
             else:
                 arrays[name] = a[start:end]
         return Columns(end - start, None if self.seq0 is None else self.seq0 + start, arrays,
-                       self.keys, self.replica_locks)
+                       self.keys, self.replica_locks, self.schemas)
 
     def lapped(self, laps: int) -> "Columns":
         """The trace replayed `laps` times one after the other, as replay.lapped makes it: lap k
@@ -98,7 +99,8 @@ class Columns:
             out[ids] = np.tile(used, laps)
             out[off] = np.concatenate([rel[:-1] + k * len(used) for k in range(laps)]
                                       + [np.array([laps * len(used)], np.int64)])
-        return Columns(self.n * laps, self.seq0, out, self.keys, self.replica_locks)
+        return Columns(self.n * laps, self.seq0, out, self.keys, self.replica_locks,
+                       self.schemas)
 
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays.values() if a is not None)
@@ -270,7 +272,7 @@ class _Builder:
         if len(keys) >= 1 << 32:
             self.consecutive = False            # more keys than the ids hold: no core run
         return Columns(n, self.seq0 if self.consecutive else None, arrays, keys,
-                       self.replica_locks)
+                       self.replica_locks, list(self.schema_ids))
 
 
 _FLAG_MASKS: dict = {}
@@ -309,10 +311,67 @@ def from_batches(batches: Iterable[list]) -> Columns:
 
 def load_columns(path: str) -> tuple[dict, Columns]:
     """Load and validate a trace file straight into columns: its header's `source` and the
-    columns, never holding more than one decoded chunk of Txn objects."""
+    columns. The compiled core's loader reads the lines into the arrays with no Python object
+    per transaction (`_load_compiled`); a file it refuses (any problem, or anything it is unsure
+    of) is read by the Python loader, one decoded chunk of Txn objects at a time, which
+    accepts the same files with the same values and names the problem exactly."""
+    fast = _load_compiled(path)
+    if fast is not None:
+        return fast
     from .trace import _open_batches
     source, batches = _open_batches(path)
     return source, from_batches(batches)
+
+
+_DTYPES = {"file": np.int64, "exec": np.float64, "commit": np.float64, "flags": np.uint8,
+           "bits": np.uint8, "session": np.int64, "w_off": np.int64, "w_keys": np.uint32,
+           "s_off": np.int64, "s_ids": np.uint32, **dict.fromkeys(INT_COLUMNS, np.int64)}
+_BLOCK = 4 << 20
+
+
+def _load_compiled(path: str) -> tuple[dict, Columns] | None:
+    """The core's loader, or None (not built, or it refused the file)."""
+    try:
+        from commitsched_simcore import ColumnLoader
+    except ImportError:
+        return None
+    from .trace import MAX_LINE_BYTES, TraceError, _check_header, _decode_json, _open_binary
+    loader = ColumnLoader()
+    try:
+        with _open_binary(path) as fh:
+            first = fh.readline(MAX_LINE_BYTES + 1)
+            if not first.strip() or not first.endswith(b"\n"):
+                return None
+            source = _check_header(_decode_json(first[:-1], path, 1), path)
+            rest = b""
+            while True:
+                block = fh.read(_BLOCK)
+                if not block:
+                    break
+                block = rest + block
+                cut = block.rfind(b"\n")
+                if cut < 0:
+                    if len(block) > MAX_LINE_BYTES:
+                        return None
+                    rest = block
+                    continue
+                rest = block[cut + 1:]
+                if not loader.feed(block[:cut + 1]):
+                    return None
+            if rest and not loader.feed(rest):
+                return None
+    except (OSError, EOFError, ValueError, TraceError):
+        return None          # the Python loader says what is wrong, in its own words
+    out = loader.finish()
+    n = out.pop("n")
+    if n == 0:
+        return None
+    keys = out.pop("keys")
+    schemas = out.pop("schemas")
+    replica_locks = out.pop("replica_locks")
+    arrays = {name: None if b is None else np.frombuffer(b, _DTYPES[name])
+              for name, b in out.items()}
+    return source, Columns(n, 1, arrays, keys, replica_locks, schemas)
 
 
 class ColumnarTxns:

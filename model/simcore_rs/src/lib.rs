@@ -8,6 +8,7 @@
 mod cols;
 mod core;
 mod database;
+mod loader;
 mod mariadb;
 mod mysql;
 mod profile;
@@ -342,9 +343,75 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
     Ok(d)
 }
 
+/// JSON lines into columns (model/columnar.py `load_columns`): `feed` whole lines, then
+/// `finish` for the columns (bytes by name, None for a column absent from every line) and the
+/// keys; `refused` says why it gave up (the Python loader then reads the file).
+#[pyclass]
+struct ColumnLoader {
+    inner: loader::Loader,
+}
+
+fn bytes_of<T: Copy>(py: Python<'_>, v: &[T]) -> PyObject {
+    // SAFETY: plain numbers, read as bytes
+    let b = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) };
+    PyBytes::new_bound(py, b).into_py(py)
+}
+
+#[pymethods]
+impl ColumnLoader {
+    #[new]
+    fn new() -> Self {
+        ColumnLoader { inner: loader::Loader::new() }
+    }
+
+    fn feed(&mut self, py: Python<'_>, data: &[u8]) -> bool {
+        py.allow_threads(|| self.inner.feed(data))
+    }
+
+    #[getter]
+    fn refused(&self) -> Option<String> {
+        self.inner.refused.clone()
+    }
+
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let l = std::mem::take(&mut self.inner);
+        let d = PyDict::new_bound(py);
+        d.set_item("n", l.n)?;
+        d.set_item("file", bytes_of(py, &l.file))?;
+        let names = ["last_committed", "sequence_number", "commit_id", "events", "bytes", "rows",
+                     "write_set_size"];
+        for (j, name) in names.iter().enumerate() {
+            if l.present[j] {
+                d.set_item(*name, bytes_of(py, &l.ints[j]))?;
+            } else {
+                d.set_item(*name, py.None())?;
+            }
+        }
+        let opt = |present: bool, b: PyObject| if present { b } else { py.None() };
+        d.set_item("exec", opt(l.present[7], bytes_of(py, &l.exec)))?;
+        d.set_item("commit", opt(l.present[8], bytes_of(py, &l.commit)))?;
+        d.set_item("flags", opt(l.present[9], bytes_of(py, &l.flags)))?;
+        d.set_item("bits", opt(l.present[10], bytes_of(py, &l.bits)))?;
+        d.set_item("session", opt(l.present[11], bytes_of(py, &l.session)))?;
+        d.set_item("w_off", bytes_of(py, &l.w_off))?;
+        d.set_item("w_keys", bytes_of(py, &l.w_keys))?;
+        d.set_item("s_off", bytes_of(py, &l.s_off))?;
+        d.set_item("s_ids", bytes_of(py, &l.s_ids))?;
+        d.set_item("replica_locks", l.replica_locks)?;
+        d.set_item("keys", PyList::new_bound(py, &l.keys))?;
+        let mut schemas = vec![String::new(); l.schema_ids.len()];
+        for (name, &id) in &l.schema_ids {
+            schemas[id as usize] = name.clone();
+        }
+        d.set_item("schemas", PyList::new_bound(py, &schemas))?;
+        Ok(d)
+    }
+}
+
 #[pymodule]
 fn commitsched_simcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_class::<ColumnLoader>()?;
     m.add("PROFILE_READS", profile::READS.to_vec())?;
     m.add("TrackerUnfit", m.py().get_type_bound::<TrackerUnfit>())?;
     m.add("Deadlock", m.py().get_type_bound::<Deadlock>())?;
