@@ -165,6 +165,37 @@ def feed(out: dict, txns, columns, profile, sink, arrival=None) -> None:
         sink(run)
 
 
+def columns_of(txns):
+    """The columns `txns` carries (`columnar.ColumnarTxns`), when the engine is "compiled" and
+    the core is built; else None."""
+    if _default != "compiled" or _core is None:
+        return None
+    get_columns = getattr(txns, "get_columns", None)
+    return get_columns() if get_columns is not None else None
+
+
+def annotation(columns, tracker: str, tracker_options: dict | None = None) -> dict | None:
+    """A tracker's dependencies for every transaction (arrays a, b, file, flags by position),
+    from the core; None when the core does not have the tracker. Raises SchedulerError when
+    the tracker cannot feed the trace (or its options are wrong)."""
+    from .schedulers import SchedulerError
+    from .trackers import TrackerError, get_tracker
+    if tracker not in COMPILED_TRACKERS or columns is None or columns.seq0 is None:
+        return None
+    try:
+        get_tracker(tracker, **(tracker_options or {}))     # its options, checked as before
+    except TrackerError as e:
+        raise SchedulerError(str(e)) from None
+    try:
+        out = _core.annotate(columns.arrays, columns.n, columns.seq0, tracker,
+                             dict(tracker_options or {}), [])
+    except _core.TrackerUnfit as e:
+        raise SchedulerError(str(e)) from None
+    return {"a": np.frombuffer(out["a"], np.int64), "b": np.frombuffer(out["b"], np.int64),
+            "file": np.frombuffer(out["file"], np.int64),
+            "flags": np.frombuffer(out["flags"], np.uint8)}
+
+
 def fill_metrics(metrics, out: dict) -> None:
     """A RunMetrics as if it had seen every committed run of `out`."""
     metrics.count = list(out["count"])

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
+
+import numpy as np
 import os
 from typing import Callable, Iterator, Sequence
 
@@ -225,7 +227,15 @@ def same_one_thread_run(sched, workers: int, bugs) -> bool:
 
 def tracker_unfit(trace, tracker: str, tracker_options: dict) -> str | None:
     """Why `tracker` cannot annotate the trace (what a run of it would fail with), or None."""
+    from . import engine
     from .trackers import TrackerError, get_tracker
+    columns = engine.columns_of(trace.txns())
+    if columns is not None and tracker in engine.COMPILED_TRACKERS:
+        try:                        # the core's tracker: the same verdict, the same message
+            engine.annotation(columns, tracker, tracker_options)
+        except SchedulerError as e:
+            return str(e)
+        return None
     try:
         for _ in get_tracker(tracker, **tracker_options).annotate(trace.txns()):
             pass
@@ -259,11 +269,20 @@ def same_stream(trace, a: tuple[str, dict], b: tuple[str, dict]) -> bool:
     id). One pass over both, stopped at the first difference; an unfit tracker is never alike.
     tests/test_same_stream_runs.py checks the shared rows against runs made for them."""
     from itertools import tee, zip_longest
+    from . import engine
     from .trackers import TrackerError, get_tracker
     try:
         ta, tb = get_tracker(a[0], **a[1]), get_tracker(b[0], **b[1])
         if ta.kind != tb.kind:
             return False
+        columns = engine.columns_of(trace.txns())
+        if (columns is not None and a[0] in engine.COMPILED_TRACKERS
+                and b[0] in engine.COMPILED_TRACKERS):     # the core's annotations, compared
+            try:
+                da, db = (engine.annotation(columns, *a), engine.annotation(columns, *b))
+            except SchedulerError:
+                return False
+            return all(np.array_equal(da[k], db[k]) for k in da)
         xs, ys = tee(trace.txns())          # the same Txn objects, read once
         end = (None, object())
         for (x, dx), (y, dy) in zip_longest(ta.annotate(xs), tb.annotate(ys), fillvalue=end):

@@ -222,6 +222,65 @@ fn f64_bytes<'py>(py: Python<'py>, v: &[f64]) -> Bound<'py, PyBytes> {
     PyBytes::new_bound(py, &bytes)
 }
 
+/// The columns' buffers, held while a call reads them.
+struct Buffers {
+    file: Option<PyBuffer<i64>>, lc: Option<PyBuffer<i64>>, sn: Option<PyBuffer<i64>>,
+    cid: Option<PyBuffer<i64>>, flags: Option<PyBuffer<u8>>, bits: Option<PyBuffer<u8>>,
+    session: Option<PyBuffer<i64>>, exec: Option<PyBuffer<f64>>, commit: Option<PyBuffer<f64>>,
+    events: Option<PyBuffer<i64>>, bytes: Option<PyBuffer<i64>>, rows: Option<PyBuffer<i64>>,
+    wss: Option<PyBuffer<i64>>, w_off: Option<PyBuffer<i64>>, w_keys: Option<PyBuffer<u32>>,
+    s_off: Option<PyBuffer<i64>>, s_ids: Option<PyBuffer<u32>>,
+}
+
+impl Buffers {
+    fn of(cols: &Bound<'_, PyDict>) -> PyResult<Buffers> {
+        Ok(Buffers {
+            file: column(cols, "file")?, lc: column(cols, "last_committed")?,
+            sn: column(cols, "sequence_number")?, cid: column(cols, "commit_id")?,
+            flags: column(cols, "flags")?, bits: column(cols, "bits")?,
+            session: column(cols, "session")?, exec: column(cols, "exec")?,
+            commit: column(cols, "commit")?, events: column(cols, "events")?,
+            bytes: column(cols, "bytes")?, rows: column(cols, "rows")?,
+            wss: column(cols, "write_set_size")?, w_off: column(cols, "w_off")?,
+            w_keys: column(cols, "w_keys")?, s_off: column(cols, "s_off")?,
+            s_ids: column(cols, "s_ids")?,
+        })
+    }
+
+    fn cols(&self, n: usize, seq0: i64) -> PyResult<Cols<'_>> {
+        let file = slice(&self.file, n, "file")?.ok_or_else(|| PyValueError::new_err("no file column"))?;
+        let w_off = slice(&self.w_off, n + 1, "w_off")?.ok_or_else(|| PyValueError::new_err("no w_off"))?;
+        let w_keys = slice(&self.w_keys, 0, "w_keys")?.unwrap_or(&[]);
+        if w_off[n] as usize > w_keys.len() || w_off.iter().take(n + 1).any(|&o| o < 0) {
+            return Err(PyValueError::new_err("w_off points past w_keys"));
+        }
+        let c = Cols {
+            n, seq0, file,
+            lc: slice(&self.lc, n, "last_committed")?,
+            sn: slice(&self.sn, n, "sequence_number")?,
+            cid: slice(&self.cid, n, "commit_id")?,
+            flags: slice(&self.flags, n, "flags")?,
+            bits: slice(&self.bits, n, "bits")?,
+            session: slice(&self.session, n, "session")?,
+            exec: slice(&self.exec, n, "exec")?,
+            commit: slice(&self.commit, n, "commit")?,
+            events: slice(&self.events, n, "events")?,
+            bytes: slice(&self.bytes, n, "bytes")?,
+            rows: slice(&self.rows, n, "rows")?,
+            wss: slice(&self.wss, n, "write_set_size")?,
+            w_off, w_keys,
+            s_off: slice(&self.s_off, n + 1, "s_off")?,
+            s_ids: slice(&self.s_ids, 0, "s_ids")?,
+        };
+        if let (Some(o), Some(ids)) = (c.s_off, c.s_ids) {
+            if o[n] as usize > ids.len() || o.iter().take(n + 1).any(|&x| x < 0) {
+                return Err(PyValueError::new_err("s_off points past s_ids"));
+            }
+        }
+        Ok(c)
+    }
+}
+
 /// Run one (tracker, applier, W) over the columnar trace `cols` (model/columnar.py's arrays
 /// by name) of `n` transactions whose first seq is `seq0`. `tracker` None: the one-thread
 /// serial replay. `arrival`: when each transaction reaches the relay log, by position (f64
@@ -240,56 +299,12 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
     if workers < 1 {
         return Err(PyValueError::new_err("workers must be at least 1"));
     }
-    let b_file = column::<i64>(cols, "file")?;
-    let b_lc = column::<i64>(cols, "last_committed")?;
-    let b_sn = column::<i64>(cols, "sequence_number")?;
-    let b_cid = column::<i64>(cols, "commit_id")?;
-    let b_flags = column::<u8>(cols, "flags")?;
-    let b_bits = column::<u8>(cols, "bits")?;
-    let b_session = column::<i64>(cols, "session")?;
-    let b_exec = column::<f64>(cols, "exec")?;
-    let b_commit = column::<f64>(cols, "commit")?;
-    let b_events = column::<i64>(cols, "events")?;
-    let b_bytes = column::<i64>(cols, "bytes")?;
-    let b_rows = column::<i64>(cols, "rows")?;
-    let b_wss = column::<i64>(cols, "write_set_size")?;
-    let b_woff = column::<i64>(cols, "w_off")?;
-    let b_wkeys = column::<u32>(cols, "w_keys")?;
-    let b_soff = column::<i64>(cols, "s_off")?;
-    let b_sids = column::<u32>(cols, "s_ids")?;
+    let buffers = Buffers::of(cols)?;
+    let c = buffers.cols(n, seq0)?;
     let b_arrival = match arrival {
         Some(a) if !a.is_none() => Some(PyBuffer::<f64>::get_bound(a)?),
         _ => None,
     };
-    let file = slice(&b_file, n, "file")?.ok_or_else(|| PyValueError::new_err("no file column"))?;
-    let w_off = slice(&b_woff, n + 1, "w_off")?.ok_or_else(|| PyValueError::new_err("no w_off"))?;
-    let w_keys = slice(&b_wkeys, 0, "w_keys")?.unwrap_or(&[]);
-    if w_off[n] as usize > w_keys.len() || w_off.iter().take(n + 1).any(|&o| o < 0) {
-        return Err(PyValueError::new_err("w_off points past w_keys"));
-    }
-    let c = Cols {
-        n, seq0, file,
-        lc: slice(&b_lc, n, "last_committed")?,
-        sn: slice(&b_sn, n, "sequence_number")?,
-        cid: slice(&b_cid, n, "commit_id")?,
-        flags: slice(&b_flags, n, "flags")?,
-        bits: slice(&b_bits, n, "bits")?,
-        session: slice(&b_session, n, "session")?,
-        exec: slice(&b_exec, n, "exec")?,
-        commit: slice(&b_commit, n, "commit")?,
-        events: slice(&b_events, n, "events")?,
-        bytes: slice(&b_bytes, n, "bytes")?,
-        rows: slice(&b_rows, n, "rows")?,
-        wss: slice(&b_wss, n, "write_set_size")?,
-        w_off, w_keys,
-        s_off: slice(&b_soff, n + 1, "s_off")?,
-        s_ids: slice(&b_sids, 0, "s_ids")?,
-    };
-    if let (Some(o), Some(ids)) = (c.s_off, c.s_ids) {
-        if o[n] as usize > ids.len() || o.iter().take(n + 1).any(|&x| x < 0) {
-            return Err(PyValueError::new_err("s_off points past s_ids"));
-        }
-    }
     let arrival_s = slice(&b_arrival, n, "arrival")?;
     let p = read_profile(profile)?;
     let kind = match tracker {
@@ -340,6 +355,42 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
         let r: Vec<u8> = sc.retries.iter().flat_map(|x| x.to_ne_bytes()).collect();
         d.set_item("retries_each", PyBytes::new_bound(py, &r))?;
     }
+    Ok(d)
+}
+
+
+/// A tracker's annotation of the whole trace (scoring.same_stream and tracker_unfit ask it):
+/// bytes of i64 `a` (last_committed / group id), i64 `b` (sequence_number), i64 `file`, u8
+/// `flags` by position; TrackerUnfit when the tracker cannot feed the trace.
+#[pyfunction]
+#[pyo3(signature = (cols, n, seq0, tracker, tracker_options, bugs))]
+fn annotate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64, tracker: &str,
+                 tracker_options: &Bound<'py, PyDict>, bugs: Vec<String>)
+                 -> PyResult<Bound<'py, PyDict>> {
+    let buffers = Buffers::of(cols)?;
+    let c = buffers.cols(n, seq0)?;
+    let kind = tracker_kind(tracker, tracker_options, &bugs)?;
+    let result = py.allow_threads(|| {
+        let mut t = Tracker::new(&c, kind);
+        let (mut a, mut b, mut f, mut fl) = (vec![0i64; n], vec![0i64; n], vec![0i64; n], vec![0u8; n]);
+        while let Some((i, d)) = t.pull()? {
+            a[i] = d.a;
+            b[i] = d.b;
+            f[i] = d.file;
+            fl[i] = d.flags;
+        }
+        Ok::<_, SimError>((a, b, f, fl))
+    });
+    let (a, b, f, fl) = match result {
+        Err(SimError::Tracker(m)) => return Err(TrackerUnfit::new_err(m)),
+        Err(SimError::Deadlock(m)) | Err(SimError::Internal(m)) => return Err(EngineError::new_err(m)),
+        Ok(v) => v,
+    };
+    let d = PyDict::new_bound(py);
+    d.set_item("a", bytes_of(py, &a))?;
+    d.set_item("b", bytes_of(py, &b))?;
+    d.set_item("file", bytes_of(py, &f))?;
+    d.set_item("flags", bytes_of(py, &fl))?;
     Ok(d)
 }
 
@@ -411,6 +462,7 @@ impl ColumnLoader {
 #[pymodule]
 fn commitsched_simcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(annotate, m)?)?;
     m.add_class::<ColumnLoader>()?;
     m.add("PROFILE_READS", profile::READS.to_vec())?;
     m.add("TrackerUnfit", m.py().get_type_bound::<TrackerUnfit>())?;

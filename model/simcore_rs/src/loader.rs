@@ -188,15 +188,19 @@ impl Loader {
         }
         // writes: the form, a key repeated once (the first)
         let mut writes: Vec<&str> = Vec::with_capacity(t.writes.len());
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let big = t.writes.len() > 16;          // a set beyond a few keys, a scan below
         for k in &t.writes {
             if !key_form_ok(k) {
                 return Err("key form".into());
             }
-            if !writes.contains(&k.as_ref()) {
+            let new = if big { seen.insert(k.as_ref()) } else { !writes.contains(&k.as_ref()) };
+            if new {
                 writes.push(k.as_ref());
             }
         }
-        if t.before_images.iter().any(|b| !writes.contains(&b.as_ref())) {
+        let within = |b: &str| if big { seen.contains(b) } else { writes.contains(&b) };
+        if t.before_images.iter().any(|b| !within(b.as_ref())) {
             return Err("before_images".into());
         }
         if let Some(w) = t.write_set_size {
