@@ -196,6 +196,14 @@ def annotation(columns, tracker: str, tracker_options: dict | None = None) -> di
             "flags": np.frombuffer(out["flags"], np.uint8)}
 
 
+def heuristic_bounds(columns, profile, workers) -> dict[int, dict]:
+    """metrics.heuristic_bounds_for from the core's pass over the columns."""
+    from .metrics import bounds_by_w
+    work, span_in_order, span_free = _core.bounds(columns.arrays, columns.n, columns.seq0,
+                                                  profile_terms(profile))
+    return bounds_by_w(work, span_in_order, span_free, workers)
+
+
 def fill_metrics(metrics, out: dict) -> None:
     """A RunMetrics as if it had seen every committed run of `out`."""
     metrics.count = list(out["count"])

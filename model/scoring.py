@@ -393,8 +393,14 @@ def _shared_outcome(outcome: tuple, sched, bound: dict, common: tuple) -> tuple:
 def heuristic_bounds_by_w(trace, profile: Profile, workers: Sequence[int],
                           jobs: int = 1) -> dict[int, dict]:
     """`heuristic_bounds` for each worker count, keyed by W in increasing order: one pass over
-    the trace for all of them (`metrics.heuristic_bounds_for`), so `jobs` does not matter."""
-    return heuristic_bounds_for(trace.txns(), profile, workers)
+    the trace for all of them (`metrics.heuristic_bounds_for`, or the compiled core's same pass
+    over the columns), so `jobs` does not matter."""
+    from . import engine
+    txns = trace.txns()
+    columns = engine.columns_of(txns)
+    if columns is not None and columns.seq0 is not None:
+        return engine.heuristic_bounds(columns, profile, workers)
+    return heuristic_bounds_for(txns, profile, workers)
 
 
 def default_jobs(requested: int | None = None) -> int:

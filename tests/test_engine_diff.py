@@ -261,3 +261,42 @@ def test_window_sinks_get_the_same_records(scheduler, workers, monkeypatch):
         got[name] = [(r.seq, r.worker, r.dispatch, r.start, r.exec_end, r.ready, r.commit,
                       r.exec, r.retries, r.wasted) for r in sink.window()]
     assert got["reference"] == got["compiled"] and len(got["compiled"]) == 40
+
+
+# ------------------------------------------------------------------ the sweep's other passes
+
+@pytest.mark.parametrize("path", BUNDLED[::3], ids=os.path.basename)
+def test_bounds_and_annotations_agree(path):
+    """The heuristic bounds and the trackers' annotations (the sweep's same_stream and
+    tracker_unfit checks) from the core equal the reference's."""
+    from commitsched.metrics import heuristic_bounds_for
+    from commitsched.schedulers import SchedulerError
+    from commitsched.trackers import TrackerError, get_tracker
+    txns = _load(path)
+    columns = columns_of(txns)
+    for p in profiles():
+        assert (engine.heuristic_bounds(columns, p, [1, 3, 16])
+                == heuristic_bounds_for(txns, p, [1, 3, 16])), p.name
+    for name in sorted(engine.COMPILED_TRACKERS):
+        try:
+            ref = [dep for _, dep in get_tracker(name).annotate(txns)]
+        except TrackerError as e:
+            with pytest.raises(SchedulerError) as got:
+                engine.annotation(columns, name)
+            assert str(got.value) == str(e)
+            continue
+        got = engine.annotation(columns, name)
+        kind = get_tracker(name).kind
+        for i, dep in enumerate(ref):
+            if kind == "clock":
+                assert dep == (got["a"][i], got["b"][i], got["file"][i]), (name, i)
+            elif kind == "groups":
+                mask = sum(columnar_flag(f) for f in dep[1])
+                assert (dep[0], mask) == (got["a"][i], got["flags"][i]), (name, i)
+            else:
+                assert (dep is None) == bool(got["a"][i]), (name, i)
+
+
+def columnar_flag(name: str) -> int:
+    from commitsched.columnar import FLAG_BITS
+    return FLAG_BITS[name]

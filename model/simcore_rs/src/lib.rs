@@ -394,6 +394,58 @@ fn annotate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
     Ok(d)
 }
 
+
+/// metrics.heuristic_bounds_for's one pass: (work, span in order, span free), the same sums in
+/// the same order.
+#[pyfunction]
+fn bounds<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64,
+               profile: &Bound<'py, PyDict>) -> PyResult<(f64, f64, f64)> {
+    let buffers = Buffers::of(cols)?;
+    let c = buffers.cols(n, seq0)?;
+    let p = read_profile(profile)?;
+    Ok(py.allow_threads(|| {
+        use crate::core::{FxMap, PyMinMax};
+        let sync = p.group_sync();
+        let (mut work, mut ordered_prev, mut free_all) = (0.0f64, 0.0f64, 0.0f64);
+        let mut ordered_key: FxMap<u32, f64> = FxMap::default();
+        let mut free_key: FxMap<u32, f64> = FxMap::default();
+        for i in 0..n {
+            let cost = p.exec_cost(&c, i) + p.commit_cost(&c, i) + sync;
+            work += cost;
+            let writes = c.writes(i);
+            let (o_start, f_start) = if c.ddl(i) || c.admin(i) {
+                (ordered_prev, free_all)
+            } else {
+                let (mut o, mut f) = (0.0f64, 0.0f64);
+                for k in writes {
+                    if let Some(&v) = ordered_key.get(k) {
+                        if v > o {
+                            o = v;
+                        }
+                    }
+                    if let Some(&v) = free_key.get(k) {
+                        if v > f {
+                            f = v;
+                        }
+                    }
+                }
+                (o, f)
+            };
+            let o_commit = (o_start + cost).max_py(ordered_prev);
+            let f_commit = f_start + cost;
+            for k in writes {
+                ordered_key.insert(*k, o_commit);
+                free_key.insert(*k, f_commit);
+            }
+            ordered_prev = o_commit;
+            if f_commit > free_all {
+                free_all = f_commit;
+            }
+        }
+        (work, ordered_prev, free_all)
+    }))
+}
+
 /// JSON lines into columns (model/columnar.py `load_columns`): `feed` whole lines, then
 /// `finish` for the columns (bytes by name, None for a column absent from every line) and the
 /// keys; `refused` says why it gave up (the Python loader then reads the file).
@@ -463,6 +515,7 @@ impl ColumnLoader {
 fn commitsched_simcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(annotate, m)?)?;
+    m.add_function(wrap_pyfunction!(bounds, m)?)?;
     m.add_class::<ColumnLoader>()?;
     m.add("PROFILE_READS", profile::READS.to_vec())?;
     m.add("TrackerUnfit", m.py().get_type_bound::<TrackerUnfit>())?;
