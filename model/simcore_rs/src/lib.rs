@@ -477,29 +477,31 @@ impl ColumnLoader {
     }
 
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let l = std::mem::take(&mut self.inner);
+        // each column copied into its bytes and freed at once: the peak is the columns and one
+        let mut l = std::mem::take(&mut self.inner);
         let d = PyDict::new_bound(py);
         d.set_item("n", l.n)?;
-        d.set_item("file", bytes_of(py, &l.file))?;
+        d.set_item("file", bytes_of(py, &std::mem::take(&mut l.file)))?;
         let names = ["last_committed", "sequence_number", "commit_id", "events", "bytes", "rows",
                      "write_set_size"];
         for (j, name) in names.iter().enumerate() {
             if l.present[j] {
-                d.set_item(*name, bytes_of(py, &l.ints[j]))?;
+                d.set_item(*name, bytes_of(py, &std::mem::take(&mut l.ints[j])))?;
             } else {
                 d.set_item(*name, py.None())?;
+                l.ints[j] = Vec::new();
             }
         }
         let opt = |present: bool, b: PyObject| if present { b } else { py.None() };
-        d.set_item("exec", opt(l.present[7], bytes_of(py, &l.exec)))?;
-        d.set_item("commit", opt(l.present[8], bytes_of(py, &l.commit)))?;
-        d.set_item("flags", opt(l.present[9], bytes_of(py, &l.flags)))?;
-        d.set_item("bits", opt(l.present[10], bytes_of(py, &l.bits)))?;
-        d.set_item("session", opt(l.present[11], bytes_of(py, &l.session)))?;
-        d.set_item("w_off", bytes_of(py, &l.w_off))?;
-        d.set_item("w_keys", bytes_of(py, &l.w_keys))?;
-        d.set_item("s_off", bytes_of(py, &l.s_off))?;
-        d.set_item("s_ids", bytes_of(py, &l.s_ids))?;
+        d.set_item("exec", opt(l.present[7], bytes_of(py, &std::mem::take(&mut l.exec))))?;
+        d.set_item("commit", opt(l.present[8], bytes_of(py, &std::mem::take(&mut l.commit))))?;
+        d.set_item("flags", opt(l.present[9], bytes_of(py, &std::mem::take(&mut l.flags))))?;
+        d.set_item("bits", opt(l.present[10], bytes_of(py, &std::mem::take(&mut l.bits))))?;
+        d.set_item("session", opt(l.present[11], bytes_of(py, &std::mem::take(&mut l.session))))?;
+        d.set_item("w_off", bytes_of(py, &std::mem::take(&mut l.w_off)))?;
+        d.set_item("w_keys", bytes_of(py, &std::mem::take(&mut l.w_keys)))?;
+        d.set_item("s_off", bytes_of(py, &std::mem::take(&mut l.s_off)))?;
+        d.set_item("s_ids", bytes_of(py, &std::mem::take(&mut l.s_ids)))?;
         d.set_item("replica_locks", l.replica_locks)?;
         d.set_item("keys", PyList::new_bound(py, &l.keys))?;
         let mut schemas = vec![String::new(); l.schema_ids.len()];
