@@ -645,16 +645,19 @@ pub struct LogFlush {
     pub cpu: f64,
     pub kind: u8,
     pub busy: bool,
-    pub waiting: Vec<(Idx, u32)>,
+    pub waiting: Vec<(Idx, u32, f64)>,
 }
 
 impl LogFlush {
     pub fn request(&mut self, sh: &mut Shared, idx: Idx, now: f64) {
-        let attempt = sh.runs.get(idx).attempt;
+        let (attempt, cost) = {
+            let r = sh.runs.get(idx);
+            (r.attempt, r.commit_cost)
+        };
         if !self.grouped {
-            self.flush(sh, vec![(idx, attempt)], now);
+            self.flush(sh, vec![(idx, attempt, cost)], now);
         } else {
-            self.waiting.push((idx, attempt));
+            self.waiting.push((idx, attempt, cost));
             if !self.busy {
                 self.next(sh, now);
             }
@@ -669,16 +672,17 @@ impl LogFlush {
         }
     }
 
-    fn flush(&mut self, sh: &mut Shared, batch: Vec<(Idx, u32)>, now: f64) {
+    fn flush(&mut self, sh: &mut Shared, batch: Vec<(Idx, u32, f64)>, now: f64) {
+        // max(r.commit_cost for r in batch): each request's cost kept with it (a request may
+        // outlive its run's attempt)
         let mut cost = f64::NAN;
-        for &(i, _) in &batch {
-            let c = sh.runs.get(i).commit_cost;
+        for &(_, _, c) in &batch {
             if cost.is_nan() || c > cost {
                 cost = c;
             }
         }
         let cpu = self.cpu.min_py(cost);
-        let b = sh.q.new_batch(batch);
+        let b = sh.q.new_batch(batch.into_iter().map(|(i, a, _)| (i, a)).collect());
         if cpu > 0.0 {
             let task = sh.q.new_task();
             sh.execute(task, now, cpu, FLUSH_CPU, Payload::FlushCpu(task, b, cost - cpu));
