@@ -316,3 +316,28 @@ def test_bounds_and_annotations_agree(path):
 def columnar_flag(name: str) -> int:
     from commitsched.columnar import FLAG_BITS
     return FLAG_BITS[name]
+
+
+@pytest.mark.parametrize("path", BUNDLED[::2], ids=os.path.basename)
+def test_report_tracker_passes_agree(path, monkeypatch):
+    """The report's tracker passes (what each tracker declares: its mean window or group
+    size, or why it cannot feed the trace) from the core equal the reference's."""
+    from commitsched import engine as engine_mod
+    from commitsched.columnar import ColumnarTxns
+    from commitsched.report.analysis import tracker_pass
+
+    class Source:
+        def __init__(self, txns):
+            self._txns, self._cols = txns, columns_of(txns)
+
+        def txns(self):
+            return ColumnarTxns(self._cols, lambda: iter(self._txns))
+
+    trace = Source(_load(path))
+    for name, opts in [(t, {}) for t in sorted(engine.COMPILED_TRACKERS)] + [
+            ("slave_group_commit", {"commit_wait_count": 3}), ("writeset", {"history_size": 5})]:
+        got = {}
+        for eng in ("reference", "compiled"):
+            monkeypatch.setattr(engine_mod, "_default", eng)
+            got[eng] = tracker_pass(trace, name, opts)
+        assert got["reference"] == got["compiled"], name
