@@ -27,7 +27,10 @@ def cmd_blame(args) -> int:
     topts = _tracker_options(args, sched.tracker)
     aopts = _applier_options(args)
     bugs = _bugs(args)
-    res = blame_trace(trace.txns, sched.name, args.workers, profile, bugs=bugs,
+    from .columnar import ColumnarTxns, from_txns
+    # the trace's columns go with it: the compiled engine (the default) makes the run
+    txns = ColumnarTxns(lambda: from_txns(trace.txns), lambda: iter(trace.txns))
+    res = blame_trace(txns, sched.name, args.workers, profile, bugs=bugs,
                       tracker_options=topts, applier_options=aopts)
     out = summary(res, top=args.top)
     out["profile"] = profile.name

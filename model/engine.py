@@ -141,26 +141,52 @@ def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker
         for name in ("dispatch", "start", "exec_end", "commit", "exec", "ready", "wasted_each"):
             out[name] = np.frombuffer(out[name], np.float64)
         out["worker"] = np.frombuffer(out["worker"], np.int32)
+        for name, dtype in (("dep_a", np.int64), ("dep_b", np.int64), ("dep_flags", np.uint8),
+                            ("spec_wait", np.uint8)):
+            out[name] = np.frombuffer(out[name], dtype)
         out["retries_each"] = np.frombuffer(out["retries_each"], np.uint32)
     return out
 
 
-def feed(out: dict, txns, columns, profile, sink, arrival=None) -> None:
+def _deps(sched, out: dict, columns, txns: list) -> list:
+    """Each run's `dep` as the reference's tracker gives it: (last_committed, sequence_number,
+    file) of a clock tracker, (group id, GTID flags) of a group tracker, a database tracker's
+    schemas or None (run isolated)."""
+    from .columnar import FLAG_BITS
+    from .trackers import TRACKERS
+    if sched.is_serial:
+        return [None] * len(txns)
+    kind = TRACKERS[sched.tracker].kind
+    a, b = out["dep_a"].tolist(), out["dep_b"].tolist()
+    if kind == "clock":
+        return list(zip(a, b, columns.arrays["file"].tolist()))
+    if kind == "groups":
+        sets = {m: frozenset(f for f, bit in FLAG_BITS.items() if m & bit) for m in range(16)}
+        return [(g, sets[m]) for g, m in zip(a, out["dep_flags"].tolist())]
+    return [None if iso else t.schemas for iso, t in zip(a, txns)]
+
+
+def feed(sched, out: dict, txns, columns, profile, sink, arrival=None) -> None:
     """Hand a sink that takes its runs in seq order (`seq_order = True`: the report's window
-    sinks) the run records of a core run made with `schedule`, rebuilt from its arrays."""
+    sinks, `collect`) the run records of a core run made with `schedule`, rebuilt from its
+    arrays."""
     from .simcore import TxnRun
+    txns = list(txns)
+    deps = _deps(sched, out, columns, txns)
     cols = {k: out[k].tolist() for k in ("dispatch", "start", "exec_end", "ready", "commit",
-                                         "exec", "wasted_each", "worker", "retries_each")}
+                                         "exec", "wasted_each", "worker", "retries_each",
+                                         "spec_wait")}
     arrivals = None if arrival is None else arrival_array(columns, arrival).tolist()
     commit_cost = profile.commit_cost
     for i, txn in enumerate(txns):
-        run = TxnRun(txn, None, cols["exec"][i], commit_cost(txn),
+        run = TxnRun(txn, deps[i], cols["exec"][i], commit_cost(txn),
                      0.0 if arrivals is None else arrivals[i])
         run.worker = cols["worker"][i] - 1
         run.dispatch, run.start = cols["dispatch"][i], cols["start"][i]
         run.exec_end, run.ready, run.commit = (cols["exec_end"][i], cols["ready"][i],
                                                cols["commit"][i])
         run.retries, run.wasted = cols["retries_each"][i], cols["wasted_each"][i]
+        run.spec_wait = bool(cols["spec_wait"][i])
         run.done = True
         sink(run)
 

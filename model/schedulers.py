@@ -131,7 +131,7 @@ def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, prof
                                       applier_options=applier_options, arrival=arrival,
                                       schedule=seq_order)
             if seq_order:
-                engine_mod.feed(out, txns, columns, profile, sink, arrival)
+                engine_mod.feed(scheduler, out, txns, columns, profile, sink, arrival)
             else:
                 engine_mod.fill_metrics(sink, out)
             return out["blocked"]
@@ -169,11 +169,21 @@ def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, prof
 
 def collect(scheduler: Scheduler | str, txns: Iterable, workers: int, profile: Profile,
             **kwargs) -> tuple[list[TxnRun], dict[str, float]]:
-    """Run and keep every run record, in seq order (tests, `schedule`)."""
-    runs: list[TxnRun] = []
-    blocked = run_scheduler(scheduler, txns, workers, profile, runs.append, **kwargs)
+    """Run and keep every run record, in seq order (tests, `schedule`, `blame`). Transactions
+    that carry their columns (`columnar.ColumnarTxns`) may run in the compiled core, whose
+    schedule comes back as the same records."""
+    runs = _Records()
+    blocked = run_scheduler(scheduler, txns, workers, profile, runs, **kwargs)
     runs.sort(key=lambda r: r.seq)
-    return runs, blocked
+    return list(runs), blocked
+
+
+class _Records(list):
+    """A sink keeping every record; their order does not matter (sorted after)."""
+    seq_order = True
+
+    def __call__(self, run: TxnRun) -> None:
+        self.append(run)
 
 
 __all__ = ["Scheduler", "SchedulerError", "SimulationError", "parse_scheduler", "run_scheduler",

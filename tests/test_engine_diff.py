@@ -275,7 +275,7 @@ def test_window_sinks_get_the_same_records(scheduler, workers, monkeypatch):
         run_scheduler(scheduler, ColumnarTxns(columns, lambda: iter(txns)), workers,
                       get_profile("replica16"), sink)
         got[name] = [(r.seq, r.worker, r.dispatch, r.start, r.exec_end, r.ready, r.commit,
-                      r.exec, r.retries, r.wasted) for r in sink.window()]
+                      r.exec, r.retries, r.wasted, r.dep, r.spec_wait) for r in sink.window()]
     assert got["reference"] == got["compiled"] and len(got["compiled"]) == 40
 
 
@@ -341,3 +341,22 @@ def test_report_tracker_passes_agree(path, monkeypatch):
             monkeypatch.setattr(engine_mod, "_default", eng)
             got[eng] = tracker_pass(trace, name, opts)
         assert got["reference"] == got["compiled"], name
+
+
+@pytest.mark.parametrize("scheduler,workers,profile", [
+    ("commit_id+mariadb_optimistic", 8, "replica16"), ("commit_id+mariadb_conservative", 4, "durable"),
+    ("writeset+mysql", 8, "replica16"), ("database+mysql", 4, "durable")])
+def test_blame_agrees(scheduler, workers, profile, monkeypatch):
+    """`blame` (its runs' records through `collect`) says the same with either engine."""
+    from commitsched import engine as engine_mod
+    from commitsched.blame import blame_trace, summary
+    from commitsched.columnar import ColumnarTxns
+    txns = _load(os.path.join(ROOT, "traces", "recorded", "oltp_read_write_t8.jsonl.gz"), 1500)
+    columns = columns_of(txns)
+    got = {}
+    for name in ("reference", "compiled"):
+        monkeypatch.setattr(engine_mod, "_default", name)
+        res = blame_trace(ColumnarTxns(columns, lambda: iter(txns)), scheduler, workers,
+                          get_profile(profile))
+        got[name] = summary(res, top=20)
+    assert got["reference"] == got["compiled"]

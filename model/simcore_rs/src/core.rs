@@ -725,6 +725,10 @@ pub struct Sink {
 }
 
 pub struct Schedule {
+    pub dep_a: Vec<i64>,
+    pub dep_b: Vec<i64>,
+    pub flags: Vec<u8>,
+    pub spec_wait: Vec<u8>,
     pub exec: Vec<f64>,
     pub ready: Vec<f64>,
     pub wasted: Vec<f64>,
@@ -743,6 +747,8 @@ impl Sink {
             transactions: 0, makespan: 0.0, retries: 0, wasted: 0.0,
             schedule: if schedule {
                 Some(Schedule {
+                    dep_a: vec![0; n], dep_b: vec![0; n], flags: vec![0; n],
+                    spec_wait: vec![0; n],
                     exec: vec![f64::NAN; n], ready: vec![f64::NAN; n], wasted: vec![0.0; n],
                     dispatch: vec![f64::NAN; n], start: vec![f64::NAN; n],
                     exec_end: vec![f64::NAN; n], commit: vec![f64::NAN; n], worker: vec![0; n],
@@ -770,6 +776,10 @@ impl Sink {
         }
         if let Some(s) = &mut self.schedule {
             let i = run.idx;
+            s.dep_a[i] = run.dep_a;
+            s.dep_b[i] = run.dep_b;
+            s.flags[i] = run.flags;
+            s.spec_wait[i] = run.spec_wait as u8;
             s.exec[i] = run.exec;
             s.ready[i] = run.ready;
             s.wasted[i] = run.wasted;

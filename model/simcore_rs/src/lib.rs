@@ -343,6 +343,10 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
     }
     d.set_item("blocked", blocked)?;
     if let Some(sc) = &s.schedule {
+        d.set_item("dep_a", bytes_of(py, &sc.dep_a))?;
+        d.set_item("dep_b", bytes_of(py, &sc.dep_b))?;
+        d.set_item("dep_flags", bytes_of(py, &sc.flags))?;
+        d.set_item("spec_wait", bytes_of(py, &sc.spec_wait))?;
         d.set_item("exec", f64_bytes(py, &sc.exec))?;
         d.set_item("ready", f64_bytes(py, &sc.ready))?;
         d.set_item("wasted_each", f64_bytes(py, &sc.wasted))?;
