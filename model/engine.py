@@ -148,45 +148,51 @@ def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker
     return out
 
 
-def _deps(sched, out: dict, columns, txns: list) -> list:
-    """Each run's `dep` as the reference's tracker gives it: (last_committed, sequence_number,
-    file) of a clock tracker, (group id, GTID flags) of a group tracker, a database tracker's
-    schemas or None (run isolated)."""
+def _dep_of(sched, out: dict, columns):
+    """A function (position, txn) -> that run's `dep` as the reference's tracker gives it:
+    (last_committed, sequence_number, file) of a clock tracker, (group id, GTID flags) of a
+    group tracker, a database tracker's schemas or None (run isolated)."""
     from .columnar import FLAG_BITS
     from .trackers import TRACKERS
     if sched.is_serial:
-        return [None] * len(txns)
+        return lambda i, txn: None
     kind = TRACKERS[sched.tracker].kind
     a, b = out["dep_a"].tolist(), out["dep_b"].tolist()
     if kind == "clock":
-        return list(zip(a, b, columns.arrays["file"].tolist()))
+        files = columns.arrays["file"].tolist()
+        return lambda i, txn: (a[i], b[i], files[i])
     if kind == "groups":
         sets = {m: frozenset(f for f, bit in FLAG_BITS.items() if m & bit) for m in range(16)}
-        return [(g, sets[m]) for g, m in zip(a, out["dep_flags"].tolist())]
-    return [None if iso else t.schemas for iso, t in zip(a, txns)]
+        masks = out["dep_flags"].tolist()
+        return lambda i, txn: (a[i], sets[masks[i]])
+    return lambda i, txn: None if a[i] else txn.schemas
 
 
 def feed(sched, out: dict, txns, columns, profile, sink, arrival=None) -> None:
     """Hand a sink that takes its runs in seq order (`seq_order = True`: the report's window
     sinks, `collect`) the run records of a core run made with `schedule`, rebuilt from its
-    arrays."""
+    arrays (one at a time: the transactions are read as they are handed over)."""
     from .simcore import TxnRun
-    txns = list(txns)
-    deps = _deps(sched, out, columns, txns)
-    cols = {k: out[k].tolist() for k in ("dispatch", "start", "exec_end", "ready", "commit",
-                                         "exec", "wasted_each", "worker", "retries_each",
-                                         "spec_wait")}
-    arrivals = None if arrival is None else arrival_array(columns, arrival).tolist()
+    dep_of = _dep_of(sched, out, columns)
+    names = ("dispatch", "start", "exec_end", "ready", "commit", "exec", "wasted_each", "worker",
+             "retries_each", "spec_wait")
+    arrivals = None if arrival is None else arrival_array(columns, arrival)
     commit_cost = profile.commit_cost
+    block = 1 << 16            # floats made a block at a time, not all at once
+    cols: dict = {}
     for i, txn in enumerate(txns):
-        run = TxnRun(txn, deps[i], cols["exec"][i], commit_cost(txn),
-                     0.0 if arrivals is None else arrivals[i])
-        run.worker = cols["worker"][i] - 1
-        run.dispatch, run.start = cols["dispatch"][i], cols["start"][i]
-        run.exec_end, run.ready, run.commit = (cols["exec_end"][i], cols["ready"][i],
-                                               cols["commit"][i])
-        run.retries, run.wasted = cols["retries_each"][i], cols["wasted_each"][i]
-        run.spec_wait = bool(cols["spec_wait"][i])
+        j = i % block
+        if j == 0:
+            cols = {k: out[k][i:i + block].tolist() for k in names}
+            cols["arrival"] = (None if arrivals is None else arrivals[i:i + block].tolist())
+        run = TxnRun(txn, dep_of(i, txn), cols["exec"][j], commit_cost(txn),
+                     0.0 if arrivals is None else cols["arrival"][j])
+        run.worker = cols["worker"][j] - 1
+        run.dispatch, run.start = cols["dispatch"][j], cols["start"][j]
+        run.exec_end, run.ready, run.commit = (cols["exec_end"][j], cols["ready"][j],
+                                               cols["commit"][j])
+        run.retries, run.wasted = cols["retries_each"][j], cols["wasted_each"][j]
+        run.spec_wait = bool(cols["spec_wait"][j])
         run.done = True
         sink(run)
 
