@@ -19,9 +19,15 @@ impl Hasher for Fx {
     }
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(*b as u64);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
         }
+        let mut last = 0u64;
+        for (i, b) in chunks.remainder().iter().enumerate() {
+            last |= (*b as u64) << (8 * i);
+        }
+        self.write_u64(last ^ (bytes.len() as u64) << 56);
     }
     #[inline]
     fn write_u64(&mut self, i: u64) {

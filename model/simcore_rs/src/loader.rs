@@ -17,11 +17,35 @@ use serde::Deserialize;
 /// trace.MAX_LINE_BYTES: a longer line is the Python loader's to refuse
 const MAX_LINE_BYTES: usize = 64 << 20;
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// A session: an integer or a string (an untagged enum would buffer every value first).
 enum Session<'a> {
     Int(i64),
-    Str(#[serde(borrow)] Cow<'a, str>),
+    Str(Cow<'a, str>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Session<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Session<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an integer or a string")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Session::Int(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                i64::try_from(v).map(Session::Int).map_err(|_| E::custom("past 64 bits"))
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Session::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Session::Str(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize)]
@@ -33,6 +57,7 @@ struct Line<'a> {
     #[serde(default, borrow)]
     before_images: Vec<Cow<'a, str>>,
     #[serde(default, borrow)]
+    #[allow(dead_code)]        // a string or null: checked, not kept
     gtid: Option<Cow<'a, str>>,
     #[serde(default)]
     file: Option<i64>,
@@ -93,7 +118,7 @@ pub struct Loader {
     pub s_ids: Vec<u32>,
     pub replica_locks: bool,
     pub keys: Vec<String>,
-    key_ids: HashMap<String, u32>,
+    key_ids: crate::core::FxMap<String, u32>,
     key_schema: Vec<u32>,
     pub schema_ids: HashMap<String, u32>,
     session_ids: HashMap<(bool, String), i64>,
