@@ -15,7 +15,8 @@ PROFILE ?= replica16
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
 .PHONY: setup python-deps rust java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
-        score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean help fuzz
+        score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
+        help fuzz lag-check lag-check-report
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz); idempotent"
@@ -35,6 +36,9 @@ help:
 	@echo "make fidelity   predicted against measured on replica16 (16 cores) and the 2-core VM, with"
 	@echo "                the baselines and one ablation row per mechanism (~3 min)"
 	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~17 min on 2 cores)"
+	@echo "make lag-check  the real check of lag and calibrate: a live MariaDB primary and replica,"
+	@echo "                sysbench at fixed rates, lag and drain measured against predicted (~25 min)"
+	@echo "make lag-check-report  refit and redo the lag table from the stored runs"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 
 setup: python-deps java tlc-jar graphviz
@@ -163,6 +167,20 @@ fidelity: python-deps
 
 fidelity-fit: python-deps
 	$(PY) traces/record/fidelity.py fit
+
+# The real check of `commitsched lag` (docs/lag.md): a live MariaDB primary and replica on this
+# machine (primary + sysbench on CPU 0, the replica on CPU 1 at a fifth of its bandwidth),
+# sysbench at fixed rates below and above the replica's capacity, the replica's lag sampled;
+# `calibrate` on the first run, predictions for the others (~25 min on an idle 2-core host).
+# lag-check-report redoes the fit, the predictions and the table from the stored runs (~2 min).
+LAG_CHECK = traces/calibration/lag_check
+LAG_RUNS = $(shell cat traces/record/lag_check_runs.txt)
+lag-check: python-deps
+	$(PY) traces/record/lag_check.py measure --out $(LAG_CHECK) --cpu-percent 20 --runs "$(LAG_RUNS)"
+	$(MAKE) lag-check-report
+
+lag-check-report: python-deps
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK) --doc docs/lag.md
 
 # Re-record bundled traces with a private MariaDB + sysbench (traces/record/README.md):
 # make record WORKLOAD=<name in traces/record/record_all.sh>, or WORKLOAD=all

@@ -27,7 +27,7 @@ from .trace import TraceError, iter_trace, load_trace, write_trace
 # `UsageError`) gets the one-line error treatment.
 PLUGIN_COMMANDS = ("commitsched.checks.bound_cli", "commitsched.report.cli",
                    "commitsched.checks.conformance_cli", "commitsched.blame_cli",
-                   "commitsched.lag_cli")
+                   "commitsched.lag_cli", "commitsched.calibrate_cli")
 
 # Traces bigger than this are re-read for each run instead of held in memory.
 STREAM_ABOVE_BYTES = 64 * 1024 * 1024

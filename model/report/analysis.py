@@ -13,6 +13,7 @@ from ..schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler
 from ..scoring import fork_map, heuristic_bounds_by_w, score_trace
 from ..simcore import COORDINATOR_CAUSES
 from ..trackers import TrackerError, get_tracker
+from . import keeping_up
 from .blame_section import blame_section, plan_split, split_section
 from .gantt import is_barrier, segments
 from .depgraph import stallers
@@ -392,7 +393,14 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                           wait_counts=wait_counts, results=results, kept=kept, shape=passes,
                           sample=sample_window(trace, whatif_sample))
         whatifs.plan(tasks)
-    done = tasks.run(jobs, progress, "windows, blame, what-ifs")
+    # Keeping up: the recommended configuration and the server default at the same workers
+    # (the schedule windows' picks), replayed as the trace arrived
+    lag_picks = [(name, w) for name, w, _ in picks]
+    planned_lag = keeping_up.plan(tasks, trace, profile, lag_picks, workers,
+                                  tracker_options=tracker_options,
+                                  applier_options=applier_options, bugs=bugs,
+                                  sample=whatif_sample) if lag_picks else None
+    done = tasks.run(jobs, progress, "windows, blame, what-ifs, keeping up")
 
     later = Tasks()
     runs = done["window"] if picks else []
@@ -416,6 +424,8 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
         data["blame"] = section
     if whatifs is not None:
         data["whatif"] = whatifs.assemble(done)
+    if planned_lag is not None:
+        data["keeping_up"] = keeping_up.assemble(planned_lag, done)
     return Report(data, windows)
 
 
