@@ -15,8 +15,8 @@ PROFILE ?= replica16
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
 .PHONY: setup python-deps rust java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
-        score bench mutants calibrate calibrate-report fidelity fidelity-fit record clean help fuzz \
-        lag-check lag-check-report
+        score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
+        help fuzz lag-check lag-check-report
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz); idempotent"
@@ -28,7 +28,8 @@ help:
 	@echo "make test-slow  the slow checks: TLC end to end, larger property budgets, recorder"
 	@echo "make tlc        model-check every model of specs/models.json"
 	@echo "make score TRACE=... [WORKERS=1,2,4,8] [PROFILE=durable]"
-	@echo "make bench      the 1,000,000-transaction benchmark"
+	@echo "make bench      the 200,000-transaction benchmark (compiled core, reference beside it)"
+	@echo "make bench-day  score a generated 10M-transaction trace: time and peak memory"
 	@echo "make mutants    every catalogue bug against TLC, the properties, trace validation, z3"
 	@echo "make calibrate  measure a real MariaDB replica (2 workloads), fit durable-/relaxed-mariadb (~25 min)"
 	@echo "make calibrate-report  refit and redo the calibration tables from the stored measurements"
@@ -50,14 +51,17 @@ $(PY):
 # `make setup` is quick when done.
 DEPS_STAMP := $(VENV)/.deps-installed
 BINLOG_RS := $(wildcard model/binlog_rs/Cargo.toml model/binlog_rs/pyproject.toml model/binlog_rs/src/*.rs)
+SIMCORE_RS := $(wildcard model/simcore_rs/Cargo.toml model/simcore_rs/pyproject.toml model/simcore_rs/src/*.rs)
 python-deps: $(DEPS_STAMP)
 
-$(DEPS_STAMP): pyproject.toml $(BINLOG_RS) | $(PY)
+$(DEPS_STAMP): pyproject.toml $(BINLOG_RS) $(SIMCORE_RS) | $(PY)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,z3,docs,fit]'
+	$(PY) -m pip install -q -e '.[test,z3,docs,fit,distributed]'
 	@# the binary binlog reader (model/binlog_rs: mysql_common via PyO3), built with maturin
 	@$(MAKE) -s rust
 	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip install -q ./model/binlog_rs
+	@# the compiled simulation core (model/simcore_rs: trackers and appliers via PyO3)
+	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip install -q ./model/simcore_rs
 	touch $@
 
 # Rust >= 1.70 for the binlog reader's crates (Debian 12's packaged rustc is 1.63). The machines
@@ -123,6 +127,12 @@ BINLOG_SCHEMA ?=
 # make bench [BINLOG="FILE..." BINLOG_SCHEMA=SQL] [BENCH_ARGS="--only-io --no-text-import"]
 bench:
 	$(PY) -m commitsched.bench $(if $(BINLOG),--binlog $(BINLOG)) $(if $(BINLOG_SCHEMA),--schema $(BINLOG_SCHEMA)) $(BENCH_ARGS)
+
+# A day of binlog: score of a generated 10M-transaction trace over the report's default runs,
+# timed against 10 minutes and 200 bytes per transaction (generating it takes ~7 min, once)
+DAY ?= 10000000
+bench-day:
+	$(PY) -m commitsched.bench --day $(DAY) $(BENCH_ARGS)
 
 # The bug catalogue on every side: TLC (*_bug.cfg), hypothesis properties, trace validation, z3.
 mutants: $(TLC_JAR)

@@ -65,9 +65,11 @@ def assemble(planned: dict | None, done: dict) -> dict | None:
         kind, value = done[("lag", name, w)]
         out["configs"].append(value if kind == "ok" else
                               {"scheduler": name, "workers": w, "error": value})
-    for (tag, name, w), (kind, value) in done.items():
-        if tag != "headroom":
+    for key, outcome in done.items():
+        # `done` holds every section's tasks (the blame's key is a string): only ours
+        if not (isinstance(key, tuple) and len(key) == 3 and key[0] == "headroom"):
             continue
+        (_, name, w), (kind, value) = key, outcome
         row = out["headroom"].setdefault(name, [])
         row.append({"workers": w, "headroom": round(value[0], 3), "is_bound": value[1]}
                    if kind == "ok" else {"workers": w, "error": value})
