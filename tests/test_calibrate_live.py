@@ -88,6 +88,10 @@ def test_calibrate_a_live_replica(rig, tmp_path, capsys):
                  "--quiet"]) == 0
     text = capsys.readouterr().out
     assert "the probe's drain: measured" in text
+    # performance_schema counts each worker's transactions: measured beside replayed, 2 each
+    share = next(line for line in text.splitlines() if "share of the transactions" in line)
+    measured, replayed = share.split(": measured ")[1].split("; replayed ")
+    assert len(measured.split()) == 2 and len(replayed.split()) == 2, share
     mine = get_profile(str(profile))
     assert mine.calibrated["durability"] == ["durable"] and "calibrated" in mine.provenance
     # the same window, its binlog read from the source over the replication protocol
