@@ -223,8 +223,7 @@ def start_sql_thread(conn, flavor: str) -> None:
 
 def worker_counts(conn) -> dict[int, int] | None:
     """Transactions each applier worker (by its thread id) committed, where performance_schema
-    says it
-    (`events_transactions_summary_by_thread_by_event_name` joined to
+    says it (`events_transactions_summary_by_thread_by_event_name` joined to
     `replication_applier_status_by_worker`); None where it does not (off, or not exposed)."""
     try:
         # keyed by THREAD_ID: MariaDB's table has no WORKER_ID column
