@@ -20,7 +20,7 @@ from . import __version__
 from .profiles import DEFAULT_PROFILE, PROFILES, ProfileError, get_profile
 from .progress import Progress
 from .scoring import Z3_AUTO_LIMIT
-from .trace import TraceError, iter_trace, load_trace, write_trace
+from .trace import TraceError, iter_trace, load_trace, open_trace, write_trace
 
 # Modules that add subcommands: each has `add_subcommands(subparsers, add_model_options)` and
 # sets `func` on its parsers; a command raising one of the errors caught in `main` (or
@@ -182,7 +182,7 @@ def _emit(text: str, path: str | None) -> None:
 # ------------------------------------------------------------------ commands
 
 def cmd_validate(args) -> int:
-    source, txns = iter_trace(args.trace)
+    source, version, txns = open_trace(args.trace)
     n = files = 0
     last_file = None
     for txn in txns:
@@ -190,7 +190,8 @@ def cmd_validate(args) -> int:
         if txn.file != last_file:
             files += 1
             last_file = txn.file
-    print(f"{args.trace}: valid commitsched trace v1, {n} transactions in {files} binlog file(s)")
+    print(f"{args.trace}: valid commitsched trace v{version}, {n} transactions in {files} "
+          f"binlog file(s)")
     return 0
 
 
@@ -283,7 +284,7 @@ def cmd_check(args) -> int:
 
 def cmd_annotate(args) -> int:
     from .trackers import get_tracker
-    source, txns = iter_trace(args.trace)
+    source, version, txns = open_trace(args.trace)
     mysql = _mysql_defaults(args, source)
     if mysql is not None and args.tracker not in mysql.trackers and args.tracker in (
             "commit_order", "writeset", "writeset_session", "database"):
@@ -306,7 +307,7 @@ def cmd_annotate(args) -> int:
             else:
                 txn.db = dep
             yield txn
-    write_trace(args.output, annotated(), out_source)
+    write_trace(args.output, annotated(), out_source, version)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 

@@ -81,6 +81,8 @@ def read_binary(reader: Reader, path: str, tally, new_file: bool = True,
         reader.dialects["mariadb"] += events.mariadb_gtids
         reader.dialects["mysql"] += events.mysql_gtids
         reader.skipped.extend(Skipped(*s) for s in events.take_skipped())
+        reader.keys_partial.update(events.keys_partial_tables)
+        reader.ignorable_skipped += events.ignorable_skipped
 
 
 class _Hooks:
@@ -96,9 +98,10 @@ class _Hooks:
         r = self.r
         t = r.catalog.get(db, name)
         if t is None:
+            r._note_unknown(db, name)           # the extension marks its rows keys_unknown
             return None, False, False, False, 0
         steps = None
-        if not t.fks:
+        if not t.fks and t.unique_complete:
             try:
                 steps = [(f"{t.db}.{t.name}/{index}=", [t.position(c) for c in cols])
                          for index, cols in t.unique.items()]
@@ -106,8 +109,10 @@ class _Hooks:
                 steps = None
         return steps, True, t.has_pk, r._fk_parent(t), len(t.columns)
 
-    def row_keys(self, db: str, name: str, image: dict) -> list[str]:
-        return self.r._row_keys(db, name, image)
+    def row_keys(self, db: str, name: str, image: dict, before: dict | None) -> tuple:
+        """(keys, tables whose keys are unknown, whether some key's columns were missing):
+        binlog_text.Reader._row_keys; `before`: an UPDATE's before image, for its after image."""
+        return self.r._row_keys(db, name, image, before)
 
     def statement(self, text: str, query_db: str | None, in_txn: bool, ddl_flag: bool,
                   cur_ddl: bool, has_bad: bool) -> tuple:
