@@ -14,7 +14,7 @@ WORKERS ?= 1,2,4,8,16
 PROFILE ?= replica16
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
-.PHONY: setup python-deps rust java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
+.PHONY: setup python-deps rust java tlc-jar graphviz mariadb-client demo demo-score demo-tlc test test-slow tlc \
         score bench mutants calibrate calibrate-report fidelity fidelity-fit record clean help fuzz
 
 help:
@@ -36,7 +36,7 @@ help:
 	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~17 min on 2 cores)"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 
-setup: python-deps java tlc-jar graphviz
+setup: python-deps java tlc-jar graphviz mariadb-client
 	@echo "setup complete"
 
 $(PY):
@@ -83,6 +83,12 @@ $(TLC_JAR):
 graphviz:
 	@command -v dot >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz; }
 	@dot -V
+
+# the binlog printer (binary and printed binlogs compared: tests/test_binlog_binary.py) and the
+# client `import --schema-from` reads table definitions with (docs/import.md)
+mariadb-client:
+	@command -v mariadb-binlog >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-client; }
+	@mariadb-binlog --version | head -1
 
 demo: setup
 	@$(MAKE) --no-print-directory demo-tlc demo-score

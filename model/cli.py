@@ -203,7 +203,7 @@ def cmd_score(args) -> int:
     from .inputs import opened
     started = time.monotonic()
     with opened("score", args.trace, schema=args.schema, skip_bad=args.skip_bad,
-                quiet=args.quiet) as inp:
+                quiet=args.quiet, schema_from=args.schema_from) as inp:
         return _score(args, inp, profile, bugs, started)
 
 
@@ -407,6 +407,12 @@ def _add_input_arguments(p: argparse.ArgumentParser) -> None:
                    help="table definitions (mysqldump --no-data output); repeatable")
     g.add_argument("--skip-bad", action="store_true",
                    help="import what is valid and report what was skipped (on stderr)")
+    add_schema_from(g)
+
+
+def add_schema_from(p) -> None:
+    from .importers import SCHEMA_FROM_HELP
+    p.add_argument("--schema-from", metavar="URL", help=SCHEMA_FROM_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -525,6 +531,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="table definitions (mysqldump --no-data output); repeatable")
     i.add_argument("--skip-bad", action="store_true",
                    help="import what is valid and report what was skipped")
+    add_schema_from(i)
     i.add_argument("--quiet", action="store_true")
     i.set_defaults(func=cmd_import)
 

@@ -291,14 +291,23 @@ def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
                 raise TraceError(where, None, errors[0])
 
 
+SCHEMA_FROM_HELP = ("read the CREATE TABLE of the tables the binlog names from a live server, "
+                    "read-only (SHOW CREATE TABLE), with the mariadb/mysql client: "
+                    "mysql://USER[:PASSWORD]@HOST[:PORT]/ or mysql://USER@localhost/?socket=PATH "
+                    "(password also from $MYSQL_PWD)")
+
+
 def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str] | None = None,
                   skip_bad: bool = False, source: dict | None = None,
-                  binlog_tool: str | None = None, progress: bool | None = None) -> ImportStats:
+                  binlog_tool: str | None = None, progress: bool | None = None,
+                  schema_from: str | None = None) -> ImportStats:
     """Import binlog inputs into a trace at `output` (atomically). Returns the counts.
 
     `schema`: a `mysqldump --no-data` file of the table definitions (also learnt from CREATE
-    TABLE in the log and from binlog_row_metadata=FULL table maps). `source`: provenance put in
-    the trace header, next to what the import itself measured.
+    TABLE in the log and from binlog_row_metadata=FULL table maps). `schema_from`: a server URL
+    whose definitions of the tables the binlog names are read when first needed
+    (schema_from.py). `source`: provenance put in the trace header, next to what the import
+    itself measured.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [os.fspath(paths)]
@@ -312,6 +321,9 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
         except OSError as e:
             raise TraceError(os.fspath(sch), None, f"cannot read schema: {e.strerror or e}") \
                 from None
+    if schema_from:
+        from .schema_from import ServerSchema
+        catalog.server = ServerSchema(schema_from)
     reader = Reader(catalog, strict=not skip_bad)
     prog = _Progress(progress)
     stats = ImportStats(files=0)
@@ -360,6 +372,9 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
         head["inputs"] = [os.path.basename(p) for p in paths]
         if schemas:
             head["schema"] = [os.path.basename(os.fspath(x)) for x in schemas]
+        if catalog.server is not None:
+            head["schema_from"] = {"server": catalog.server.shown,
+                                   "tables_asked": catalog.server.asked}
         head.update({"import": stats.summary()})
         if stats.skipped_examples:
             head["import"]["skipped_examples"] = stats.skipped_examples
@@ -391,7 +406,8 @@ def import_main(args) -> int:
     """`commitsched import BINLOG... -o TRACE [--schema SQL]... [--skip-bad] [--quiet]`."""
     quiet = getattr(args, "quiet", False)
     stats = import_binlog(list(args.binlog), args.output, schema=args.schema,
-                          skip_bad=args.skip_bad, progress=False if quiet else None)
+                          skip_bad=args.skip_bad, progress=False if quiet else None,
+                          schema_from=getattr(args, "schema_from", None))
     if not quiet:
         parts = [f"{args.output}: {stats.transactions} transactions"]
         if stats.groups is not None:

@@ -91,12 +91,18 @@ class _Hooks:
     def __init__(self, reader: Reader):
         self.r = reader
 
-    def plan(self, db: str, name: str) -> tuple:
+    def plan(self, db: str, name: str, mapped: int) -> tuple:
         """How to make a row's keys fast: ([(key prefix, column positions)] per unique index,
         or None when `row_keys` must make them: foreign keys, an unknown column), whether the
-        table is known, has a primary key, is a foreign-key parent, and its column count."""
+        table is known, has a primary key, is a foreign-key parent, and its column count.
+        `mapped`: the table map's column count; a server's definition (--schema-from) that
+        differs was altered since the binlog was written, and is not used."""
         r = self.r
         t = r.catalog.get(db, name)
+        if t is not None and t.origin == "server" and len(t.columns) != mapped:
+            r.catalog.forget(db, name, f"the server's definition has {len(t.columns)} columns, "
+                                       f"the binlog's table map {mapped}: altered since")
+            t = None
         if t is None:
             r._note_unknown(db, name)           # the extension marks its rows keys_unknown
             return None, False, False, False, 0

@@ -218,6 +218,11 @@ class Reader:
             self._note_unknown(db, name)
             return [], [f"{db}.{name}"], False
         if image and max(image) > len(t.columns):
+            if t.origin == "server":        # altered on the server since the binlog was written
+                self.catalog.forget(db, name, f"the server's definition has {len(t.columns)} "
+                                              f"columns, the binlog's rows more: altered since")
+                self._note_unknown(db, name)
+                return [], [f"{db}.{name}"], False
             raise ValueError(f"row of {db}.{name} has column @{max(image)} but its definition "
                              f"has {len(t.columns)} columns (schema out of date?)")
         keys: list[str] = []

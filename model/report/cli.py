@@ -78,7 +78,7 @@ def cmd_report(args) -> int:
     profile = _profile(args)
     bugs = _bugs(args)
     with opened("report", args.trace, schema=args.schema, skip_bad=args.skip_bad,
-                quiet=args.quiet) as inp:
+                quiet=args.quiet, schema_from=args.schema_from) as inp:
         return _report(args, inp, profile, bugs, started)
 
 

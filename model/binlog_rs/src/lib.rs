@@ -645,10 +645,11 @@ impl TxnReader {
             }
         }
         let k = (table.db.clone(), table.name.clone());
+        let mapped = table.tme.columns_count();
         let plan = match self.plans.get(&k) {
             Some(p) => p.clone(),
             None => {
-                let r = self.hooks.call_method1(py, "plan", (&k.0, &k.1))?;
+                let r = self.hooks.call_method1(py, "plan", (&k.0, &k.1, mapped))?;
                 let (steps, known, has_pk, fk_parent, ncols): KeyPlan =
                     r.extract(py)?;
                 let wanted = steps.as_ref().map(|s| {
