@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         score bench mutants calibrate calibrate-report fidelity fidelity-fit record clean help fuzz
 
 help:
-	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz); idempotent"
+	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
 	@echo "make demo       setup, then the main job: model-check one small model per spec + one"
 	@echo "                bug config, then score the bundled traces under every scheduler"
 	@echo "make test       setup, then the fast test suite (pytest + hypothesis)"
