@@ -263,6 +263,9 @@ def cmd_check(args) -> int:
     profile = _profile(args)
     sched = parse_scheduler(args.scheduler)
     trace = load_trace(args.trace)
+    from .keys import missing_keys, unknown_message
+    if missing_keys(trace).unknown:     # the properties are about conflicts between keys
+        raise UsageError(unknown_message(missing_keys(trace).unknown, "check"))
     failed = 0
     for w in args.workers:
         try:

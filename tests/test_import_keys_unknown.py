@@ -93,6 +93,9 @@ def test_blame_and_schedule_say_it_in_one_line(capsys, bare):
                                       "sbtest.sbtest1, sbtest.sbtest2;") and err.count("\n") == 1
     rc, _, err = run(capsys, "schedule", bare, "--scheduler", "writeset+mysql", "--workers", "2")
     assert rc == 2 and "keys unknown for tables sbtest.sbtest" in err and "(first met at seq" in err
+    rc, _, err = run(capsys, "check", bare, "--scheduler", "commit_id+mariadb_conservative",
+                     "--workers", "2")
+    assert rc == 2 and err.startswith("commitsched: error: check: keys unknown for tables")
 
 
 def test_report_shows_what_it_can_and_names_what_it_could_not(capsys, bare, tmp_path):

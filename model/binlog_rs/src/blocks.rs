@@ -85,7 +85,7 @@ impl BlockDecoder {
                     return Err(PyValueError::new_err("a compressed transaction inside another"));
                 }
                 let events = match ev.read_data() {
-                    Ok(Some(EventData::TransactionPayloadEvent(t))) => crate::compressed::payload_events(&t),
+                    Ok(Some(EventData::TransactionPayloadEvent(t))) => crate::compressed::payload_events(&t, &mut None),
                     Ok(_) => Err("not a Transaction_payload event".to_string()),
                     Err(e) => Err(format!("cannot decode event type 40: {}", e)),
                 }

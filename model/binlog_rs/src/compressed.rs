@@ -18,7 +18,9 @@ use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use flate2::read::ZlibDecoder;
+use mysql_common::binlog::consts::TransactionPayloadCompressionType;
 use mysql_common::binlog::events::{Event, FormatDescriptionEvent, TransactionPayloadEvent};
+use zstd::bulk::Decompressor;
 
 const HEADER_LEN: usize = 19;
 const QUERY_COMPRESSED: u8 = 165;
@@ -115,18 +117,34 @@ pub fn uncompress(ev: &Event, fde: &FormatDescriptionEvent) -> Result<Event, Str
 const MOST_UNCOMPRESSED: u64 = 1 << 30;
 
 /// The events a Transaction_payload event holds, uncompressed, checked against the size it
-/// states.
-pub fn payload_events(tpe: &TransactionPayloadEvent) -> Result<Vec<u8>, String> {
+/// states. `dctx`: a zstd decompression context kept from one transaction to the next (a new
+/// one per transaction, as `TransactionPayloadEvent::decompressed` makes, allocates and sets up
+/// its tables every time).
+pub fn payload_events(tpe: &TransactionPayloadEvent, dctx: &mut Option<Decompressor<'static>>) -> Result<Vec<u8>, String> {
     let want = tpe.uncompressed_size();
     if want > MOST_UNCOMPRESSED {
         return Err(format!("says it uncompresses to {} bytes, over 1 GiB", want));
     }
-    let cap = if want == 0 { MOST_UNCOMPRESSED } else { want };
+    if tpe.algorithm() == TransactionPayloadCompressionType::NONE {
+        return Ok(tpe.payload_raw().to_vec());
+    }
+    if want == 0 {
+        // no size stated: the stream as it comes, up to the ceiling
+        let mut out = Vec::new();
+        let reader = tpe.decompressed().map_err(|e| format!("cannot uncompress: {}", e))?;
+        reader.take(MOST_UNCOMPRESSED + 1).read_to_end(&mut out).map_err(|e| format!("cannot uncompress: {}", e))?;
+        return Ok(out);
+    }
+    if dctx.is_none() {
+        *dctx = Some(Decompressor::new().map_err(|e| format!("cannot uncompress: {}", e))?);
+    }
+    let d = dctx.as_mut().expect("made above");
     let mut out = Vec::with_capacity(want as usize);
-    let reader = tpe.decompressed().map_err(|e| format!("cannot uncompress: {}", e))?;
-    reader.take(cap + 1).read_to_end(&mut out).map_err(|e| format!("cannot uncompress: {}", e))?;
-    if want != 0 && out.len() as u64 != want {
-        return Err(format!("uncompressed {} bytes where the event says {}", out.len(), want));
+    let got = d
+        .decompress_to_buffer(tpe.payload_raw(), &mut out)
+        .map_err(|e| format!("cannot uncompress ({} bytes stated): {}", want, e))?;
+    if got as u64 != want {
+        return Err(format!("uncompressed {} bytes where the event says {}", got, want));
     }
     Ok(out)
 }
@@ -154,4 +172,12 @@ pub fn inner_event(fde: &FormatDescriptionEvent<'static>, data: &[u8], at: usize
         Ok(Err(e)) => Err(format!("cannot read its event at byte {}: {}", at, e)),
         Err(_) => Err(format!("cannot read its event at byte {}", at)),
     }
+}
+
+/// zstd-compresses `data` at `level` (importers/mysql_writer.py: compressed binlogs for the
+/// benchmark and the tests, as a server with binlog_transaction_compression=ON writes them).
+#[pyo3::pyfunction]
+pub fn zstd_compress(py: pyo3::Python<'_>, data: &[u8], level: i32) -> pyo3::PyResult<pyo3::PyObject> {
+    let out = zstd::bulk::compress(data, level).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    Ok(pyo3::types::PyBytes::new_bound(py, &out).into())
 }

@@ -183,6 +183,10 @@ struct TxnReader {
     /// events of types this reader does not know that carry LOG_EVENT_IGNORABLE_F: skipped
     #[pyo3(get)]
     ignorable_skipped: u64,
+    /// compressed transactions: one zstd context for all, and the file's format description
+    /// without checksums (the events inside carry none) with the one it was made from
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
+    inner_fde: Option<(Arc<FormatDescriptionEvent<'static>>, Arc<FormatDescriptionEvent<'static>>)>,
 }
 
 fn fatal_decode(pos: u64, raw: u8) -> impl Fn(io::Error) -> Halt {
@@ -321,25 +325,42 @@ impl TxnReader {
     fn payload(&mut self, py: Python<'_>, ev: &Ev, pos: u64, end: u64, ts: u32) -> Step {
         let tpe = frame::parse::<TransactionPayloadEvent>(&self.fde, ev.data)
             .map_err(fatal_decode(pos, TRANSACTION_PAYLOAD_EVENT))?;
-        let data = match compressed::payload_events(&tpe) {
+        let data = match compressed::payload_events(&tpe, &mut self.zstd) {
             Ok(d) => d,
             Err(why) => return self.problem(format!("compressed transaction: {}", why), pos),
         };
-        let inner_fde = compressed::without_checksums(&self.fde);
+        if self.inner_fde.as_ref().is_none_or(|(of, _)| !Arc::ptr_eq(of, &self.fde)) {
+            self.inner_fde = Some((self.fde.clone(), Arc::new(compressed::without_checksums(&self.fde))));
+        }
+        let inner_fde = self.inner_fde.as_ref().expect("made above").1.clone();
+        let inner_fde = &*inner_fde;
         let mut at = 0;
         while at < data.len() {
-            let inner = match compressed::inner_event(&inner_fde, &data, at) {
-                Ok(e) => e,
-                Err(why) => return self.problem(format!("compressed transaction: {}", why), pos),
+            let owned;
+            // in place: the event types `dispatch` parses from their bytes alone; the others
+            // are read whole, with the format description that has no checksum
+            let fast = data.get(at + 4).is_some_and(|&t| matches!(t, 16 | 19 | 23 | 24 | 25 | 30 | 31 | 32 | 39));
+            let inner = match frame::frame(&data[at..], inner_fde).filter(|_| fast) {
+                Some((ev, size)) => {
+                    at += size;
+                    ev
+                }
+                None => {
+                    owned = match compressed::inner_event(inner_fde, &data, at) {
+                        Ok(e) => e,
+                        Err(why) => return self.problem(format!("compressed transaction: {}", why), pos),
+                    };
+                    at += owned.header().event_size() as usize;
+                    Ev::of(&owned)
+                }
             };
-            at += inner.header().event_size() as usize;
-            let h = inner.header();
+            let h = inner.h;
             let raw = h.event_type_raw();
             if let Some(c) = self.cur.as_mut() {
                 c.events += 1;
             }
-            if raw == TRANSACTION_PAYLOAD_EVENT {
-                return self.problem("compressed transaction: another one inside it", pos);
+            if raw == TRANSACTION_PAYLOAD_EVENT || raw == EventType::FORMAT_DESCRIPTION_EVENT as u8 {
+                return self.problem(format!("compressed transaction: an event of type {} inside it", raw), pos);
             }
             if !known_type(raw) {
                 if h.flags_raw() & LOG_EVENT_IGNORABLE_F != 0 {
@@ -351,7 +372,7 @@ impl TxnReader {
                     pos,
                 );
             }
-            self.dispatch(py, &Ev::of(&inner), pos, end, ts)?;
+            self.dispatch(py, &inner, pos, end, ts)?;
         }
         Ok(())
     }
@@ -995,6 +1016,8 @@ impl TxnReader {
             batch: Batch::default(),
             keys_partial_tables: HashSet::new(),
             ignorable_skipped: 0,
+            zstd: None,
+            inner_fde: None,
         })
     }
 
@@ -1040,6 +1063,7 @@ fn commitsched_binlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     std::panic::set_hook(Box::new(|_| {}));
     m.add_class::<TxnReader>()?;
     m.add_class::<blocks::BlockDecoder>()?;
+    m.add_function(wrap_pyfunction!(compressed::zstd_compress, m)?)?;
     m.add("BinlogProblem", m.py().get_type_bound::<BinlogProblem>())?;
     Ok(())
 }
