@@ -115,6 +115,8 @@ pub fn uncompress(ev: &Event, fde: &FormatDescriptionEvent) -> Result<Event, Str
 /// No transaction payload is larger than the largest event a server writes or reads
 /// (max_allowed_packet's ceiling, 1 GiB): a bigger claimed size is damage, not allocated.
 const MOST_UNCOMPRESSED: u64 = 1 << 30;
+/// Payloads up to this size are uncompressed in one call into a buffer of the size stated.
+const BULK_MOST: u64 = 64 << 20;
 
 /// The events a Transaction_payload event holds, uncompressed, checked against the size it
 /// states. `dctx`: a zstd decompression context kept from one transaction to the next (a new
@@ -128,11 +130,16 @@ pub fn payload_events(tpe: &TransactionPayloadEvent, dctx: &mut Option<Decompres
     if tpe.algorithm() == TransactionPayloadCompressionType::NONE {
         return Ok(tpe.payload_raw().to_vec());
     }
-    if want == 0 {
-        // no size stated: the stream as it comes, up to the ceiling
+    if want == 0 || want > BULK_MOST {
+        // no size stated, or a large one (a damaged field must not reserve a gigabyte before a
+        // byte is read): the stream as it comes, up to the ceiling
         let mut out = Vec::new();
         let reader = tpe.decompressed().map_err(|e| format!("cannot uncompress: {}", e))?;
-        reader.take(MOST_UNCOMPRESSED + 1).read_to_end(&mut out).map_err(|e| format!("cannot uncompress: {}", e))?;
+        let cap = if want == 0 { MOST_UNCOMPRESSED } else { want };
+        reader.take(cap + 1).read_to_end(&mut out).map_err(|e| format!("cannot uncompress: {}", e))?;
+        if want != 0 && out.len() as u64 != want {
+            return Err(format!("uncompressed {} bytes where the event says {}", out.len(), want));
+        }
         return Ok(out);
     }
     if dctx.is_none() {
