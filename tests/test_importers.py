@@ -504,3 +504,16 @@ def test_size_fields_are_validated(tmp_path):
                  '{"seq": 1, "writes": [], "events": -3}\n')
     with pytest.raises(TraceError, match='"events" must be a non-negative integer'):
         load_trace(str(p))
+
+
+def test_mysql56_text_is_refused_in_one_line_naming_the_version(tmp_path):
+    """A MySQL 5.6 printer's text (its Start event names the server; GTID events, where there
+    are any, carry no logical clock): refused at that line, as the binary reader refuses the
+    file."""
+    text = tmp_path / "m56.txt"
+    text.write_text("# at 4\n#200314 10:00:00 server id 1  end_log_pos 120 CRC32 0x00000000 "
+                    "\tStart: binlog v 4, server v 5.6.51-log created 200314 10:00:00 at startup\n")
+    with pytest.raises(TraceError) as e:
+        import_binlog([str(text)], str(tmp_path / "o.jsonl"), skip_bad=True)
+    assert e.value.line == 2 and e.value.reason.startswith("a MySQL 5.6.51-log binlog: MySQL "
+                                                           "before 5.7 writes no logical clock")

@@ -54,6 +54,17 @@ _DDL_TARGET_RE = re.compile(
     r"(`(?:[^`]|``)+`|\w+)(?:\.(`(?:[^`]|``)+`|\w+))?", re.I)
 
 
+BEFORE_57 = ("MySQL before 5.7 writes no logical clock (last_committed / sequence_number), "
+             "which this reader needs; it reads MySQL 5.7, 8.x, 9.x and MariaDB 10+ binlogs")
+
+
+def _before_57(version: str) -> bool:
+    """A MySQL (not MariaDB) server version before 5.7 ("5.6.51-log")."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return bool(m) and "mariadb" not in version.lower() and \
+        (int(m.group(1)), int(m.group(2))) < (5, 7)
+
+
 def _ddl_schemas(sql: str) -> list[str]:
     """The schema a DDL statement names explicitly (`db`.`t`, or CREATE DATABASE db), if any."""
     m = _DDL_TARGET_RE.match(sql)
@@ -646,6 +657,9 @@ class Reader:
                             self.file += 1
                         self._start_file = self.file
                         m = SERVER_V_RE.search(body)
+                        if m and _before_57(m.group(1)):
+                            raise InputError(lineno, f"a MySQL {m.group(1)} binlog: "
+                                             f"{BEFORE_57}")
                         if m and self.server_version is None:
                             self.server_version = m.group(1)
                         event = "start"
