@@ -188,3 +188,121 @@ def test_mysql_text_imports_with_microsecond_commit_times(tmp_path):
     assert sum(s != int(s) for s in stamps) >= len(stamps) - 1
     tr = trace_from_dicts([t.to_json() for t in load_trace(out)])   # and read back alike
     assert [t.timestamp for t in tr] == stamps
+
+
+# The two engines on traces that lack some keys: the compiled core runs what needs no keys and
+# hands what needs them to the reference, whose guard names the tables (model/engine.py).
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "traces", "examples",
+                       "oltp_rw_8clients.jsonl.gz")
+
+
+def _without_sbtest1_keys(path: str, n: int = 500) -> None:
+    """The first `n` transactions of a bundled MySQL trace, every third one's sbtest1 rows
+    as a binlog imported with no schema has them: no keys, the table named in keys_unknown;
+    and one MINIMAL-image transaction (keys_partial)."""
+    from commitsched.trace import load_trace as load
+    src = load(EXAMPLE)
+    out = []
+    for t in src.txns[:n]:
+        d = t.to_json()
+        if t.seq % 3 == 0 and any(k.startswith("sbtest.sbtest1/") for k in t.writes):
+            d["writes"] = [k for k in t.writes if not k.startswith("sbtest.sbtest1/")]
+            d.pop("before_images", None)
+            d.pop("write_set_size", None)
+            d["keys_unknown"] = ["sbtest.sbtest1"]
+        elif t.seq == 5:
+            d["keys_partial"] = ["sbtest.sbtest2"]
+        out.append(d)
+    write_trace(path, trace_from_dicts(out), src.source, 2)
+
+
+@pytest.fixture
+def marked(tmp_path) -> str:
+    path = str(tmp_path / "marked.jsonl")
+    _without_sbtest1_keys(path)
+    return path
+
+
+def test_the_core_loader_reads_the_marks(tmp_path, marked):
+    """The compiled core's JSON loader reads keys_unknown / keys_partial into the columns the
+    Python builder makes (the schemas of unknown tables included), and says that keys are
+    unknown; partial or empty marks leave the flag off."""
+    from commitsched import columnar
+    from test_engine_columns import _same
+    fast = columnar._load_compiled(marked)
+    assert fast is not None, "the core's loader refused a version 2 trace"
+    _same(fast[1], columnar.from_txns(load_trace(marked).txns))
+    assert fast[1].keys_unknown and fast[1].slice(0, 2).keys_unknown
+    unknown_too = [Txn(1, ["a.t/PRIMARY=1"], keys_unknown=["b.u", "a.v"]),
+                   Txn(2, [], keys_unknown=["c.w"], db=["d"]),
+                   Txn(3, [], keys_partial=["a.t"]), Txn(4, ["e.x/PRIMARY=2"])]
+    partial_only = [Txn(1, [], keys_partial=["a.t"]), Txn(2, ["e.x/PRIMARY=2"])]
+    for txns, unknown in ((unknown_too, True), (partial_only, False)):
+        path = str(tmp_path / f"t{len(txns)}.jsonl")
+        write_trace(path, txns, {}, 2)
+        fast = columnar._load_compiled(path)
+        assert fast is not None and fast[1].keys_unknown is unknown
+        _same(fast[1], columnar.from_txns(load_trace(path).txns))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"format":"commitsched-trace","version":2,"source":{}}\n'
+                     '{"seq":1,"writes":[],"keys_unknown":[],"keys_partial":null}\n')
+    fast = columnar._load_compiled(str(empty))
+    assert fast is not None and not fast[1].keys_unknown
+
+
+@pytest.mark.parametrize("value", ["\"d.t\"", "[\"nodot\"]", "[1]", "{}"])
+def test_bad_table_lists_get_the_python_loaders_error(tmp_path, value):
+    from commitsched import columnar
+    from commitsched.trace import TraceError
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"format":"commitsched-trace","version":2,"source":{}}\n'
+                 f'{{"seq":1,"writes":[],"keys_partial":{value}}}\n')
+    assert columnar._load_compiled(str(p)) is None
+    with pytest.raises(TraceError) as e:
+        columnar.load_columns(str(p))
+    assert e.value.line == 2 and "keys_partial" in e.value.reason
+
+
+def test_runs_that_need_keys_go_to_the_reference(marked):
+    from commitsched import columnar, engine
+    from commitsched.schedulers import parse_scheduler
+    cols = columnar.load_columns(marked)[1]
+    for name in ("commit_order+mysql", "database+mysql", "commit_id+mariadb_conservative",
+                 "serial"):
+        assert engine.unsupported(parse_scheduler(name), cols) is None, name
+    for name in ("writeset+mysql", "writeset_session+mysql", "commit_id+mariadb_optimistic",
+                 "slave_group_commit+mariadb_conservative"):
+        assert "keys unknown" in engine.unsupported(parse_scheduler(name), cols), name
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["in-memory", "core-loader"])
+def test_both_engines_give_the_same_answers(capsys, monkeypatch, tmp_path, marked, streaming):
+    """score (every default scheduler), report and lag through `--engine compiled` and
+    `--engine reference`: the same output and the same one-line errors, with the trace held
+    in memory and read by the core's loader (a large trace's path). Lag runs what it is given
+    (no check before): writeset reaches the reference's guard from either engine."""
+    from commitsched import cli
+    if streaming:
+        monkeypatch.setattr(cli, "STREAM_ABOVE_BYTES", 0)
+    got = {}
+    for e in ("compiled", "reference"):
+        got[e] = [run(capsys, "score", marked, "--json", "--workers", "2,4", "--z3-bound", "off",
+                      "--jobs", "1", "--engine", e)]
+        rc, _, err = run(capsys, "report", marked, "-o", tmp_path / e, "--workers", "1,2",
+                         "--quiet", "--jobs", "1", "--engine", e)
+        assert rc == 0, err
+        got[e].append(json.loads((tmp_path / e / "report.json").read_text()))
+        for name in ("commit_order+mysql", "database+mysql", "writeset+mysql"):
+            got[e].append(run(capsys, "lag", marked, "--scheduler", name, "--workers", "3",
+                              "--json", "--quiet", "--engine", e))
+    assert got["compiled"] == got["reference"]
+    rc, out, err = got["compiled"][0]
+    assert rc == 0 and {r["scheduler"] for r in json.loads(out)} >= {"commit_order+mysql",
+                                                                      "database+mysql"}
+    assert "skipped writeset+mysql: keys unknown for tables sbtest.sbtest1;" in err
+    assert got["compiled"][1]["keys"]["unknown"] == ["sbtest.sbtest1"]
+    assert got["compiled"][2][0] == 0 and json.loads(got["compiled"][2][1])
+    rc, out, err = got["compiled"][-1]
+    assert rc == 2 and out == "" and err.startswith(
+        "commitsched: error: writeset+mysql: keys unknown for tables sbtest.sbtest1;")
