@@ -356,7 +356,7 @@ def _load_compiled(path: str) -> tuple[dict, Columns] | None:
             first = fh.readline(MAX_LINE_BYTES + 1)
             if not first.strip() or not first.endswith(b"\n"):
                 return None
-            source, _ = _check_header(_decode_json(first[:-1], path, 1), path)
+            source, version = _check_header(_decode_json(first[:-1], path, 1), path)
             rest = b""
             while True:
                 block = fh.read(_BLOCK)
@@ -384,6 +384,8 @@ def _load_compiled(path: str) -> tuple[dict, Columns] | None:
     schemas = out.pop("schemas")
     replica_locks = out.pop("replica_locks")
     keys_unknown = out.pop("keys_unknown")
+    if out.pop("marked") and version < 2:
+        return None          # version 2's fields under a version 1 header: the Python loader says so
     arrays = {name: None if b is None else np.frombuffer(b, _DTYPES[name])
               for name, b in out.items()}
     return source, Columns(n, 1, arrays, keys, replica_locks, schemas, keys_unknown)

@@ -438,13 +438,20 @@ def _parse_txn(obj: object, path: str, line: int) -> Txn:
 
 
 class _OrderCheck:
-    """Checks what one line cannot: seq numbering and the order of files and clocks."""
+    """Checks what one line cannot: seq numbering and the order of files and clocks; and,
+    under a version 1 header, that no line has version 2's fields (a version 1 trace lacks no
+    keys: model/keys.py takes its header's word for it)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, version: int = VERSION):
         self.path = path
+        self.version = version
         self.prev: Txn | None = None
 
     def __call__(self, txn: Txn, line: int) -> None:
+        if self.version < 2 and (txn.keys_unknown or txn.keys_partial):
+            name = "keys_unknown" if txn.keys_unknown else "keys_partial"
+            raise TraceError(self.path, line, f'"{name}" is a field of trace format version 2, '
+                                              f'but the header says version {self.version}')
         prev = self.prev
         expected = 1 if prev is None else prev.seq + 1
         if txn.seq != expected:
@@ -541,7 +548,7 @@ def _chunks(fh: IO[bytes], path: str) -> Iterator[tuple[int, bytes | memoryview,
         yield line, b"".join(rest), 0
 
 
-def _settle(batch: list[Txn], prev: Txn | None) -> list[tuple[str, ...]] | None:
+def _settle(batch: list[Txn], prev: Txn | None, v1: bool = False) -> list[tuple[str, ...]] | None:
     """A decoded chunk's transactions normalised and checked across lines, in one pass: each
     one's `writes` (in order), or None to send the chunk to the careful path (which then finds
     the problem, or not: None for a chunk that is good only costs time).
@@ -551,7 +558,7 @@ def _settle(batch: list[Txn], prev: Txn | None) -> list[tuple[str, ...]] | None:
     a null `file` is 1. Checked as `_OrderCheck` does one transaction at a time: seq counts on
     from `prev`'s, files never go back, last_committed/sequence_number come together with lc <
     sn, sequence_number increases within a file (from the transaction before); before_images
-    within writes, write_set_size at least len(writes).
+    within writes, write_set_size at least len(writes); with `v1`, no version 2 field.
 
     One Python loop reading each transaction's fields once: measured against whole-list
     operations (an `operator.attrgetter` list per field, `map` over them) and a per-line
@@ -568,6 +575,8 @@ def _settle(batch: list[Txn], prev: Txn | None) -> list[tuple[str, ...]] | None:
     for txn in batch:
         seq += 1
         if txn.seq != seq:
+            return None
+        if v1 and (txn.keys_unknown or txn.keys_partial):
             return None
         writes = txn.writes
         n = len(writes)
@@ -624,7 +633,7 @@ def _fast_batch(chunk: bytes | memoryview, newlines: int, check: _OrderCheck) ->
         return None                 # blank lines: line numbers need the careful path
     if not batch:
         return batch
-    writes = _settle(batch, check.prev)
+    writes = _settle(batch, check.prev, check.version < 2)
     if writes is None:
         return None
     keys = "\0".join(itertools.chain.from_iterable(writes))
@@ -682,7 +691,7 @@ def _open_batches(path: str) -> tuple[dict, int, Iterator[list[Txn]]]:
         raise
 
     def batches() -> Iterator[list[Txn]]:
-        check = _OrderCheck(path)
+        check = _OrderCheck(path, version)
         with fh:
             for first_line, part, count in itertools.chain(((2, chunk, newlines),), chunks):
                 if not part:
@@ -739,7 +748,7 @@ def trace_from_dicts(objs: Iterable[dict], source: dict | None = None,
         txn = _parse_txn(obj, path, line)
         check(txn, line)
         txns.append(txn)
-    return Trace(txns, dict(source or {}), path)
+    return Trace(txns, dict(source or {}), path, 2 if any(map(needs_v2, txns)) else 1)
 
 
 # ---------------------------------------------------------------- writing

@@ -125,6 +125,9 @@ pub struct Loader {
     /// whether a transaction names tables whose keys are unknown (model/keys.py): a run that
     /// needs keys is then the reference's, whose guard names them
     pub keys_unknown: bool,
+    /// whether a transaction has a non-empty keys_unknown or keys_partial: version 2's fields,
+    /// which a version 1 header refuses (model/trace.py `_OrderCheck`; the Python loader says so)
+    pub marked: bool,
     pub keys: Vec<String>,
     key_ids: crate::core::FxMap<String, u32>,
     key_schema: Vec<u32>,
@@ -329,6 +332,7 @@ impl Loader {
             }
         }
         self.keys_unknown |= t.keys_unknown.as_ref().is_some_and(|x| !x.is_empty());
+        self.marked |= self.keys_unknown || t.keys_partial.as_ref().is_some_and(|x| !x.is_empty());
         self.s_off.push(self.s_ids.len() as i64);
         self.replica_locks |= !t.replica_locks.is_empty();
         self.n += 1;
