@@ -14,12 +14,12 @@ WORKERS ?= 1,2,4,8,16
 PROFILE ?= replica16
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
-.PHONY: setup python-deps rust java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
-        score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
+.PHONY: setup python-deps rust java tlc-jar graphviz mariadb-client demo demo-score demo-tlc test test-slow \
+        tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report
 
 help:
-	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz); idempotent"
+	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
 	@echo "make demo       setup, then the main job: model-check one small model per spec + one"
 	@echo "                bug config, then score the bundled traces under every scheduler"
 	@echo "make test       setup, then the fast test suite (pytest + hypothesis)"
@@ -41,7 +41,7 @@ help:
 	@echo "make lag-check-report  refit and redo the lag table from the stored runs"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 
-setup: python-deps java tlc-jar graphviz
+setup: python-deps java tlc-jar graphviz mariadb-client
 	@echo "setup complete"
 
 $(PY):
@@ -91,6 +91,12 @@ $(TLC_JAR):
 graphviz:
 	@command -v dot >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz; }
 	@dot -V
+
+# the binlog printer (binary and printed binlogs compared: tests/test_binlog_binary.py) and the
+# client `import --schema-from` reads table definitions with (docs/import.md)
+mariadb-client:
+	@command -v mariadb-binlog >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-client; }
+	@mariadb-binlog --version | head -1
 
 demo: setup
 	@$(MAKE) --no-print-directory demo-tlc demo-score
