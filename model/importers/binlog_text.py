@@ -76,6 +76,20 @@ def _ddl_schemas(sql: str) -> list[str]:
     return [unq(m.group(2))] if m.group(3) else []
 
 
+
+def _key_values(positions: list[int], image: dict, before: dict | None) -> list | None:
+    """The (value, is_null) of each key column, from the row image or else its before image;
+    None when some column is in neither (the key is not in the images)."""
+    vals = []
+    for pos in positions:
+        v = image.get(pos)
+        if v is None and before is not None:
+            v = before.get(pos)
+        if v is None:
+            return None
+        vals.append(v)
+    return vals
+
 class InputError(Exception):
     """A problem at one line of the input: where, and why."""
 
@@ -240,24 +254,17 @@ class Reader:
         unknown: list[str] = []
         partial = False
         for index, cols in t.unique.items():
-            vals = []
+            positions = []
             for c in cols:
                 try:
-                    pos = t.position(c)
+                    positions.append(t.position(c))
                 except ValueError:
                     raise ValueError(f"index {index} of {db}.{name} names unknown column {c}") from None
-                v = image.get(pos)
-                if v is None and before is not None:
-                    v = before.get(pos)
-                if v is None:
-                    break
-                vals.append(v)
-            else:
-                if any(null for _, null in vals):
-                    continue
+            vals = _key_values(positions, image, before)
+            if vals is None:
+                partial = True          # this index's key is not in the image
+            elif not any(null for _, null in vals):
                 keys.append(f"{t.db}.{t.name}/{index}=" + ",".join(v for v, _ in vals))
-                continue
-            partial = True              # this index's key is not in the image
         if not t.unique_complete:
             partial = True              # table-map metadata: the primary key only
         for fk in t.fks:
@@ -271,22 +278,12 @@ class Reader:
                            if sorted(c.lower() for c in cs) == sorted(want)), None)
             if pindex is None:
                 continue  # a non-unique referenced key gives no conflict key (semantics §2.1)
-            vals = []
-            for pc in parent.unique[pindex]:
-                child_col = fk.columns[want.index(pc.lower())]
-                pos = t.position(child_col)
-                v = image.get(pos)
-                if v is None and before is not None:
-                    v = before.get(pos)
-                if v is None:
-                    break
-                vals.append(v)
-            else:
-                if any(null for _, null in vals):
-                    continue
+            vals = _key_values([t.position(fk.columns[want.index(pc.lower())])
+                                for pc in parent.unique[pindex]], image, before)
+            if vals is None:
+                partial = True
+            elif not any(null for _, null in vals):
                 keys.append(f"{parent.db}.{parent.name}/{pindex}=" + ",".join(v for v, _ in vals))
-                continue
-            partial = True
         return keys, unknown, partial
 
     def _note_unknown(self, db: str, name: str) -> None:
