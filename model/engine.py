@@ -121,9 +121,10 @@ def arrival_array(columns, arrival) -> np.ndarray | None:
 
 
 def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker_options=None,
-             applier_options=None, arrival=None, schedule: bool = False) -> dict:
+             applier_options=None, arrival=None, schedule: bool = False, watch=()) -> dict:
     """One run in the core: a dict of RunMetrics' sums (count, busy, held, transactions,
-    makespan, retries, wasted), `blocked` by cause and, with `schedule`, the per-transaction
+    makespan, retries, wasted), `blocked` by cause, `watched`: the commit times of the
+    positions in `watch` (NaN: never committed) and, with `schedule`, the per-transaction
     arrays (dispatch, start, exec_end, commit: float64; worker: int32 from 1; retries_each).
     Raises SchedulerError (a tracker that cannot feed the trace) or simcore.Deadlock."""
     from .schedulers import SchedulerError
@@ -137,7 +138,7 @@ def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker
                              dict(tracker_options or {}), sched.applier or "serial", workers,
                              profile_terms(profile), opts,
                              sorted(frozenset(bugs) - TRACKER_BUGS),
-                             arrival_array(columns, arrival), schedule)
+                             arrival_array(columns, arrival), schedule, list(watch))
     except _core.TrackerUnfit as e:
         raise SchedulerError(str(e)) from None
     except _core.Deadlock as e:
