@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""The cluster profile of this machine from the Galera measurements, and the predictions for
+every measured configuration against what was measured (docs/certification.md).
+
+    python traces/record/galera_fit.py [--dir traces/calibration/galera] [--calibrate t2-fc16-durable]
+
+1. The profile is read off ONE configuration (`--calibrate`), at the highest rate it kept up:
+   - `client_cpu`, `origin_cpu` (node 0, the writer), `apply_cpu` (nodes 1 and 2): each
+     process's CPU seconds (/proc) over the step's transactions, less the CPU of its flushes
+     (2 per binlog group commit, from the binlog_commits / binlog_group_commits counters,
+     times the probe's `fsync_cpu`), which the simulation puts on the flushes itself;
+   - `fsync`, `fsync_cpu`: the disk probe (galera_measure.py fsync);
+   - `rtt`: the smallest `wsrep_evs_repl_latency` the calibration configuration saw (the
+     group channel's round trip without queueing);
+   - `cpu_scale`, the one term fitted: the factor on every CPU term for which the simulation
+     reproduces that configuration's sustained throughput (the measured CPU per transaction
+     misses what the machine loses to contention: cache misses, the kernel's scheduling).
+   `cert_share` and `commit_share` (the serial parts of a member's CPU per write-set) are not
+   measured (MariaDB shows no split): they keep their documented defaults.
+2. Every measured configuration is predicted with that profile (`sustained`, the same
+   bisection as the measurement) and compared with the measured sustained throughput, beside
+   the trivial baseline: the calibration configuration's measured throughput for every one.
+Writes model/cluster_profiles.json and <dir>/fidelity.md (and fidelity.json).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import replace
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, REPO)
+
+from commitsched.certification_throughput import (PROFILES_PATH, ClusterConfig,  # noqa: E402
+                                                  ClusterProfile, sustained)
+from commitsched.trace import load_trace  # noqa: E402
+
+SECONDS, WARMUP = 10.0, 2.0
+
+
+def load(d: str):
+    steps = [json.loads(x) for x in open(os.path.join(d, "steps.jsonl"))]
+    configs = [json.loads(x) for x in open(os.path.join(d, "configs.jsonl"))]
+    fsync = json.load(open(os.path.join(d, "fsync.json")))
+    return steps, configs, fsync
+
+
+def counter_deltas(steps: list[dict]) -> None:
+    """binlog_commits / binlog_group_commits are not reset by FLUSH LOCAL STATUS: per step,
+    the difference with the configuration's previous step (None for its first)."""
+    prev = {}
+    for s in steps:
+        c = s["config"]
+        now = [(int(n["binlog_commits"]), int(n["binlog_group_commits"])) for n in s["nodes"]]
+        p = prev.get(c)
+        s["group_commits"] = ([(a[0] - b[0], a[1] - b[1]) for a, b in zip(now, p)]
+                              if p else None)
+        prev[c] = now
+
+
+def config_of(name: str) -> ClusterConfig:
+    t, fc, dur = name.split("-")
+    return ClusterConfig(flavor="galera", members=3, writers=(0,), clients=32,
+                         workers=int(t[1:]), durable=dur == "durable", fc_limit=int(fc[2:]),
+                         fc_factor=1.0)
+
+
+def read_profile(steps: list[dict], configs: list[dict], fsync: dict, name: str) -> tuple:
+    row = next(c for c in configs if c["name"] == name)
+    mine = [s for s in steps if s["config"] == name]
+    kept = [s for s in mine if s.get("kept_up")]
+    if not kept:
+        raise SystemExit(f"galera_fit: {name} kept up no rate")
+    best = max(kept, key=lambda s: s["rate"])
+    tx = best["transactions"]
+    fsync_cpu = fsync.get("cpu_us", 0.0)
+    durable = row["durability"] == "durable"
+
+    def flushes_per_txn(node: int) -> float:
+        gc = best.get("group_commits")
+        if not durable or not gc or gc[node][0] == 0:
+            return 0.0
+        return 2.0 * gc[node][1] / gc[node][0]
+
+    cpu = [c / tx * 1e6 for c in best["node_cpu"]]
+    origin = cpu[0] - flushes_per_txn(0) * fsync_cpu
+    apply = statistics.mean(cpu[i] - flushes_per_txn(i) * fsync_cpu for i in (1, 2))
+    rtt = min(float(n["wsrep_evs_repl_latency"].split("/")[0]) for s in mine
+              for n in s["nodes"] if n.get("wsrep_evs_repl_latency")) * 1e6
+    prof = ClusterProfile(
+        name="galera-2core", cores=2, client_cpu=round(best["client_cpu"] / tx * 1e6, 1),
+        origin_cpu=round(origin, 1), apply_cpu=round(apply, 1), rtt=round(rtt, 1),
+        fsync=fsync["median_us"], fsync_cpu=fsync_cpu,
+        machine="this project's shared 2-core VM (AMD EPYC, ext4 on a virtual disk), "
+                "3 MariaDB 10.11 Galera 4 nodes and sysbench on the same 2 cores",
+        provenance=f"measured on {name} at {best['rate']:.0f} tps offered "
+                   f"(traces/calibration/galera, galera_fit.py); cpu_scale fitted on it alone",
+        fitted_from={"calibration_config": name, "step_rate": round(best["rate"], 1),
+                     "flushes_per_txn": [round(flushes_per_txn(i), 3) for i in range(3)],
+                     "measured_cpu_per_txn_us": [round(c, 1) for c in cpu]})
+    return prof, row
+
+
+def scaled(prof: ClusterProfile, k: float) -> ClusterProfile:
+    return replace(prof, client_cpu=prof.client_cpu * k, origin_cpu=prof.origin_cpu * k,
+                   apply_cpu=prof.apply_cpu * k, fsync_cpu=prof.fsync_cpu * k)
+
+
+def fit_scale(txns, prof: ClusterProfile, cfg: ClusterConfig, target: float, log) -> float:
+    """The CPU scale for which the simulated sustained throughput meets `target`
+    (bisection on log k; the throughput falls as k grows)."""
+    lo, hi = 0.5, 2.0
+    for _ in range(9):
+        k = (lo * hi) ** 0.5
+        got = sustained(txns, cfg, scaled(prof, k), seconds=SECONDS, warmup=WARMUP).sustained
+        log(f"cpu_scale {k:.3f}: {got:.0f} tps (measured {target:.0f})")
+        if got > target:
+            lo = k
+        else:
+            hi = k
+    return round((lo * hi) ** 0.5, 4)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dir", default="traces/calibration/galera")
+    p.add_argument("--calibrate", default="t2-fc16-durable")
+    p.add_argument("--trace", default=None,
+                   help="the workload (default: <dir>/probe_<calibrate>.jsonl.gz)")
+    p.add_argument("--profiles", default=PROFILES_PATH)
+    a = p.parse_args(argv)
+    log = lambda msg: print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+    steps, configs, fsync = load(a.dir)
+    counter_deltas(steps)
+    trace = a.trace or os.path.join(a.dir, f"probe_{a.calibrate}.jsonl.gz")
+    txns = load_trace(trace).txns
+    prof, row = read_profile(steps, configs, fsync, a.calibrate)
+    k = fit_scale(txns, prof, config_of(a.calibrate), row["sustained"], log)
+    prof = replace(prof, fitted_from={**prof.fitted_from, "cpu_scale": k})
+    fitted = scaled(prof, k)
+    fitted = replace(fitted, fitted_from=prof.fitted_from)
+    with open(a.profiles, "w") as f:
+        json.dump({"profiles": [fitted.to_json()]}, f, indent=1)
+        f.write("\n")
+    base = row["sustained"]
+    out = []
+    for c in configs:
+        pred = sustained(txns, config_of(c["name"]), fitted, seconds=SECONDS, warmup=WARMUP)
+        err = (pred.sustained - c["sustained"]) / c["sustained"]
+        berr = (base - c["sustained"]) / c["sustained"]
+        out.append({"config": c["name"], "measured": round(c["sustained"], 1),
+                    "measured_next_rate": round(c["sustained_hi"], 1),
+                    "predicted": round(pred.sustained, 1), "error": round(err, 4),
+                    "baseline": round(base, 1), "baseline_error": round(berr, 4),
+                    "calibration": c["name"] == a.calibrate,
+                    "unthrottled_measured": round(c["tps_unthrottled"], 1),
+                    "unthrottled_predicted": round(pred.unthrottled, 1)})
+        log(f"{c['name']}: measured {c['sustained']:.0f}, predicted {pred.sustained:.0f} "
+            f"({err:+.1%}; constant {berr:+.1%})")
+    with open(os.path.join(a.dir, "fidelity.json"), "w") as f:
+        json.dump({"profile": fitted.to_json(), "rows": out}, f, indent=1)
+    text = fidelity_md(fitted, out, a.calibrate)
+    with open(os.path.join(a.dir, "fidelity.md"), "w") as f:
+        f.write(text)
+    print(text)
+    return 0
+
+
+def fidelity_md(prof: ClusterProfile, rows: list[dict], calib: str) -> str:
+    held = [r for r in rows if not r["calibration"]]
+    med = lambda xs: statistics.median(xs) if xs else float("nan")
+    lines = [f"<!-- generated by traces/record/galera_fit.py -->",
+             f"Calibrated on `{calib}` only; every other row is held out.", "",
+             "| configuration | measured sustained (next rate tried) | predicted | error | "
+             "constant guess | its error |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        tag = " (calibration)" if r["calibration"] else ""
+        lines.append(f"| `{r['config']}`{tag} | {r['measured']:.0f} ({r['measured_next_rate']:.0f})"
+                     f" | {r['predicted']:.0f} | {r['error']:+.1%} | {r['baseline']:.0f} | "
+                     f"{r['baseline_error']:+.1%} |")
+    lines += ["", f"Held out ({len(held)} configurations): model median |error| "
+              f"{med([abs(r['error']) for r in held]):.1%}, constant guess "
+              f"{med([abs(r['baseline_error']) for r in held]):.1%}.", "",
+              f"Profile `{prof.name}`: client {prof.client_cpu:.0f} µs, origin "
+              f"{prof.origin_cpu:.0f} µs, apply {prof.apply_cpu:.0f} µs of CPU per transaction "
+              f"(cpu_scale {prof.fitted_from.get('cpu_scale')} included), rtt {prof.rtt:.0f} µs, "
+              f"fsync {prof.fsync:.0f} µs ({prof.fsync_cpu:.0f} µs CPU), {prof.cores} cores."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
