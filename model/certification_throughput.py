@@ -178,6 +178,7 @@ class _Member:
         self.threads = cfg.workers               # idle slave threads (Galera) / workers (GR)
         self.cert_busy = False
         self.certified = 0
+        self.purged = 0                          # Galera: the index purged up to here
         # Galera's monitors
         self.last_left = 0                       # every position up to it is done here
         self.finished: set[int] = set()
@@ -290,7 +291,11 @@ class _Member:
     # -- Group Replication: dispatch in relay-log order, commit in relay-log order
     def _gr_dispatch(self, now: float) -> None:
         while self.relay and self.threads > 0 and self.relay[0].lc <= self.lwm:
-            s = self.relay.popleft()
+            s = self.relay[0]
+            locks = self.cl.locks[self.i]
+            if any(0 < h.pos < s.pos for h in (locks.get(k) for k in s.ws.keys) if h):
+                return                     # a local transaction certified earlier holds a row
+            self.relay.popleft()
             self.threads -= 1
             self._apply(s, now)
 
@@ -304,7 +309,8 @@ class _Member:
 
     def _finish(self, s: _Seq, now: float) -> None:
         cl = self.cl
-        cl.log("commit", self.i, s.pos)
+        if self.galera or s.ok:                      # GR drops a failed write-set silently
+            cl.log("commit", self.i, s.pos)
         if self.galera:
             self.finished.add(s.pos)
             while self.last_left + 1 in self.finished:
@@ -377,6 +383,51 @@ class Cluster:
     def run(self, rate: float | None, seconds: float, warmup: float = 1.0) -> dict:
         """Offered `rate` transactions/s (None: every client as fast as it can) for `warmup +
         seconds` simulated seconds; the figures of the last `seconds`."""
+        cfg = self.cfg
+        lo, hi = warmup * 1e6, (warmup + seconds) * 1e6
+        self._reset((lo, hi), closed=rate is None)
+        if self.closed:
+            for w in cfg.writers:
+                for _ in range(self.free_clients[w]):
+                    self._arrival(w, 0.0)
+        else:
+            rng = random.Random(self.seed)
+            t = 0.0
+            k = 0
+            while True:
+                t += rng.expovariate(rate) * 1e6
+                if t > hi:
+                    break
+                heapq.heappush(self.heap, (t, next(self.counter), ARRIVE,
+                                           cfg.writers[k % len(cfg.writers)]))
+                k += 1
+        self._loop(hi)
+        if self.paused_since is not None:
+            self.paused_total += hi - self.paused_since
+        return {"rate": rate, "tps": self.done_in_window / seconds,
+                "queues_end": [m.queue for m in self.members], "errors": self.errors,
+                "fc_paused": self.paused_total / hi if hi else 0.0,
+                "latency_avg_ms": (self.latency_sum / self.done_in_window / 1000
+                                   if self.done_in_window else None)}
+
+    def run_batch(self, origins: Sequence[int], gap_us: float = 0.0,
+                  limit_us: float = 60e6) -> dict:
+        """Transaction i of the workload arrives at member `origins[i]` at `i x gap_us`, once;
+        run until nothing is left to happen (trace validation's small runs). `done`: whether
+        every write-set finished on every member."""
+        self._reset((0.0, limit_us), closed=False)
+        for i, member in enumerate(origins):
+            if member not in self.free_clients:
+                raise ClusterError(f"transaction {i + 1}'s origin {member} is not a writer")
+            heapq.heappush(self.heap, (i * gap_us, next(self.counter), ARRIVE, member))
+        self._loop(limit_us)
+        n = len(origins)
+        done = self.next_pos - 1 == n and all(
+            (m.last_left == n) if m.galera else m.certified == n and not m.relay
+            and not m.stage.waiting and not m.local_stage.waiting for m in self.members)
+        return {"done": done, "errors": self.errors, "sent": self.next_pos - 1}
+
+    def _reset(self, window: tuple[float, float], closed: bool) -> None:
         cfg, prof = self.cfg, self.prof
         self.heap: list = []
         self.counter = itertools.count()
@@ -393,6 +444,7 @@ class Cluster:
         self.round_waiting: list[_Ws] = []
         self.round_busy = False
         self.next_pos = 1
+        self.sent_txns: dict = {}                      # position -> txn (when logging)
         self.gr_gaps: set[int] = set()
         self.last_gc = 0.0
         self.stop_count = 0
@@ -403,40 +455,16 @@ class Cluster:
         self.locks: list[dict] = [{} for _ in range(cfg.members)]   # per member: key -> holder
         self.lock_waiters: dict[int, list] = {}
         self.errors = 0
-        lo, hi = warmup * 1e6, (warmup + seconds) * 1e6
-        self.window = (lo, hi)
+        self.window = window
         self.done_in_window = 0
         self.latency_sum = 0.0
         per_writer = max(1, cfg.clients // len(cfg.writers))
         self.free_clients = {w: per_writer for w in cfg.writers}
         self.client_queue = {w: deque() for w in cfg.writers}
-        self.closed = rate is None
+        self.closed = closed
         self.next_id = 0
-        if self.closed:
-            for w in cfg.writers:
-                for _ in range(per_writer):
-                    self._arrival(w, 0.0)
-        else:
-            rng = random.Random(self.seed)
-            t = 0.0
-            k = 0
-            while True:
-                t += rng.expovariate(rate) * 1e6
-                if t > hi:
-                    break
-                heapq.heappush(self.heap, (t, next(self.counter), ARRIVE,
-                                           cfg.writers[k % len(cfg.writers)]))
-                k += 1
         if cfg.flavor == "group_replication":
             heapq.heappush(self.heap, (GR_PERIOD_S * 1e6, next(self.counter), TICK, None))
-        self._loop(hi)
-        if self.paused_since is not None:
-            self.paused_total += hi - self.paused_since
-        return {"rate": rate, "tps": self.done_in_window / seconds,
-                "queues_end": [m.queue for m in self.members], "errors": self.errors,
-                "fc_paused": self.paused_total / hi if hi else 0.0,
-                "latency_avg_ms": (self.latency_sum / self.done_in_window / 1000
-                                   if self.done_in_window else None)}
 
     def _loop(self, end: float) -> None:
         heap, pop = self.heap, heapq.heappop
@@ -505,6 +533,9 @@ class Cluster:
                 del locks[k]
         for waiter in self.lock_waiters.pop(ws.id, ()):
             self._execute(waiter, now)
+        member = self.members[ws.origin]
+        if not member.galera:
+            member._gr_dispatch(now)
 
     def client_done(self, ws: _Ws, now: float, ok: bool) -> None:
         self._unlock(ws, now)
@@ -533,8 +564,13 @@ class Cluster:
         if self.cfg.flavor == "group_replication":
             self.quota_used += 1
         origin = self.members[ws.origin]
-        ws.last_seen = origin.last_left
+        ws.last_seen = origin.last_left                # its snapshot, taken as it is sent
         ws.snapshot = origin.committed
+        ws.pos = self.next_pos                         # its place in the total order: rounds
+        self.next_pos += 1                             # deliver in the order of sending
+        if self._log is not None:
+            self.sent_txns[ws.pos] = ws.txn
+        self.log("send", ws.origin, ws.pos)
         self.round_waiting.append(ws)
         if not self.round_busy:
             self._start_round(now)
@@ -547,9 +583,6 @@ class Cluster:
     def _round_end(self, batch: list, now: float) -> None:
         self.round_busy = False
         for ws in batch:
-            ws.pos = self.next_pos
-            self.next_pos += 1
-            self.log("send", ws.origin, ws.pos)
             for m in self.members:
                 m.deliver(ws, now)
         if self.round_waiting:
@@ -628,7 +661,8 @@ class Cluster:
             bound = min(x.last_left for x in self.members)
             for ws in itertools.chain(m.incoming, self.round_waiting, self.blocked):
                 bound = min(bound, ws.last_seen)
-        if bound > 0:
+        if bound > m.purged:
+            m.purged = bound
             m.cert.purge(bound)
             self.log("purge", m.i, bound)
 
