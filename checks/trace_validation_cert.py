@@ -39,7 +39,7 @@ class CertEvent:
 
 def record_run(txns: Sequence, origins: Sequence[int], *, flavor: str = "galera",
                members: int = 2, workers: int = 2, bugs: frozenset = frozenset(),
-               gap_us: float = 30.0, profile=None) -> Schedule:
+               gap_us: float = 30.0, profile=None, purge_every: int = 1) -> Schedule:
     """Simulate `txns` (transaction i from member origins[i], 0-based), record its events."""
     from commitsched.certification_throughput import Cluster, ClusterConfig, ClusterProfile
     if len(origins) != len(txns):
@@ -50,7 +50,8 @@ def record_run(txns: Sequence, origins: Sequence[int], *, flavor: str = "galera"
                         clients=len(set(origins)) * len(txns), workers=workers,
                         bugs=frozenset(bugs))
     raw: list = []
-    cluster = Cluster(txns, cfg, prof, log=lambda ev, m, w, t: raw.append((t, ev, m, w)))
+    cluster = Cluster(txns, cfg, prof, log=lambda ev, m, w, t: raw.append((t, ev, m, w)),
+                      purge_every=purge_every)
     res = cluster.run_batch(list(origins), gap_us=gap_us)
     ordered = [e for _, e in sorted(enumerate(raw), key=lambda p: (p[1][0], p[0]))]
     events = [CertEvent(ev, m + 1, w, t) for t, ev, m, w in ordered]
@@ -72,12 +73,48 @@ def record_run(txns: Sequence, origins: Sequence[int], *, flavor: str = "galera"
                      for p in range(1, n + 1)]}
     if any(not order[p].writes for p in range(1, n + 1)):
         raise TraceValidationError("Certification.tla models write-sets with keys only")
-    return Schedule(f"certification+{flavor}", workers, SPEC, record, events,
-                    list(range(1, n + 1)))
+    schedule = Schedule(f"certification+{flavor}", workers, SPEC, record, events,
+                        list(range(1, n + 1)))
+    schedule.failures = res["errors"]        # write-sets that failed certification
+    return schedule
 
 
 def _sent_order(cluster) -> dict:
     return cluster.sent_txns
 
 
-__all__ = ["CertEvent", "record_run", "validate", "SPEC"]
+def draw_runs(count: int, *, flavor: str = "galera", seed: int = 7, keys: str = "ab",
+              members: int = 2) -> list[tuple]:
+    """`count` small workloads, reproducibly: 3 to 6 transactions on one or two of the keys,
+    each from a random member, arriving a random 0-80 µs apart (short gaps make concurrent,
+    conflicting write-sets, hence certification failures and purges while some are in
+    flight). Each is (txns, origins, gap_us)."""
+    import random
+    from commitsched.trace import Txn
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        n = rng.randint(3, 6)
+        txns = [Txn(seq=i + 1, writes=tuple(sorted(rng.sample(keys, rng.randint(1, 2)))))
+                for i in range(n)]
+        out.append((txns, [rng.randrange(members) for _ in range(n)], rng.choice((0, 10, 40, 80))))
+    return out
+
+
+def catches(bug: str, count: int = 30, timeout: float = 170.0) -> tuple[bool, str]:
+    """The mutants' trace-validation column for a cluster bug: the simulator with `bug`, on
+    `count` drawn workloads, against the correct spec; caught when some run is rejected."""
+    schedules = []
+    for txns, origins, gap in draw_runs(count):
+        schedules.append(record_run(txns, origins, bugs=frozenset({bug}), gap_us=gap))
+    verdicts = validate(schedules, timeout=timeout)
+    rejected = [v for v in verdicts if not v.accepted]
+    if not rejected:
+        return False, f"all {len(verdicts)} runs accepted by the correct spec"
+    first = rejected[0]
+    return True, (f"{len(rejected)}/{len(verdicts)} rejected; first at event "
+                  f"#{first.matched + 1} {first.event.describe() if first.event else '?'}")
+
+
+__all__ = ["CertEvent", "record_run", "validate", "draw_runs", "catches", "SPEC",
+           "TraceValidationError"]

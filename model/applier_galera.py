@@ -33,7 +33,7 @@ from .simcore import (CAUSES, CommitChain, CommitStage, CpuPool, Deadlock, Event
                       SimulationError, TxnRun, account_commit_wait, new_runs, start_work,
                       work_done)
 
-GALERA_BUGS = frozenset({"failed_ws_commits_early"})
+GALERA_BUGS: frozenset[str] = frozenset()
 
 CERT_END, READY, RESUME = 20, 21, 22
 SYNC_END, GROUP_START, SYNC_CPU = (CommitStage.SYNC_END, CommitStage.GROUP_START,
@@ -50,7 +50,6 @@ def simulate_galera(stream: Iterable[tuple], workers: int, profile: Profile,
     "exec_end", "commit" (a cancelled write-set's only event is "commit")."""
     if workers < 1:
         raise SimulationError("workers must be at least 1")
-    early = "failed_ws_commits_early" in bugs
     heap: list = []
     counter = itertools.count()
     push, pop = heapq.heappush, heapq.heappop
@@ -104,11 +103,8 @@ def simulate_galera(stream: Iterable[tuple], workers: int, profile: Profile,
         pos = pos_of[run.seq]
         if not run.dep.ok:                       # cancelled in order: its commit-monitor turn
             run.wait_since = now
-            if early:                            # bug: it finishes now
-                finish(run, now)
-            else:
-                heapq.heappush(waiting, (pos - 1, pos, run))
-                release(now)
+            heapq.heappush(waiting, (pos - 1, pos, run))
+            release(now)
             return
         if run.dep.depends_seqno <= last_left:
             start(run, now)

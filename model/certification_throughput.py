@@ -244,7 +244,7 @@ class _Member:
                 s.seq = self.relay_count
         cl.log("certify", self.i, ws.pos)
         self.certified += 1
-        if self.galera and self.certified % PURGE_EVERY == 0:
+        if self.galera and self.certified % cl.purge_every == 0:
             cl.purge(self)
         if self.galera:
             self._galera_enter(s, now)
@@ -340,8 +340,9 @@ class Cluster:
     """One simulation: `Cluster(txns, config, profile).run(rate, seconds, warmup)`."""
 
     def __init__(self, txns: Sequence, cfg: ClusterConfig, prof: ClusterProfile, *,
-                 seed: int = 1, log: Callable | None = None):
+                 seed: int = 1, log: Callable | None = None, purge_every: int = PURGE_EVERY):
         cfg.check()
+        self.purge_every = purge_every
         if not txns:
             raise ClusterError("the workload has no transaction")
         self.txns, self.cfg, self.prof, self.seed = list(txns), cfg, prof, seed

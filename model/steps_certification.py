@@ -322,6 +322,30 @@ def explore(m: Model, props=PROPERTIES, starts=None, limit: int = 3_000_000):
     return len(parent), None
 
 
+def replay(m: Model, origin: tuple, ws: tuple, events) -> tuple[list, list]:
+    """A run of the cluster simulator (its events `(action, member, w)`, members and write-sets
+    from 1, as checks/trace_validation_cert.py records them) through this step function: the
+    Python side of trace validation. Returns (the events the rules did not allow, with their
+    index: empty when the run is a behaviour; the properties violated in some state)."""
+    s = initial(m, origin, ws)
+    rejected, bad = [], set(violations(m, s))
+    names = {"send": "Send", "certify": "Certify", "start": "Start", "commit": "Commit",
+             "purge": "Purge"}
+    for i, (a, mem, w) in enumerate(events):
+        if a == "end":
+            if not all_done(m, s):
+                rejected.append((i, (a, mem, w)))
+            break
+        args = {"Send": (w,), "Certify": (mem,)}.get(names[a], (mem, w))
+        action = (names[a], args)
+        if action not in enabled(m, s) or (a == "certify" and s.cert[mem - 1] + 1 != w):
+            rejected.append((i, (a, mem, w)))
+            break
+        s = apply(m, s, action)
+        bad.update(violations(m, s))
+    return rejected, sorted(bad)
+
+
 SPEC_MODEL = Model(2, 3, 2, 2, "galera")      # specs/Certification_galera.cfg's constants
 
 
@@ -339,4 +363,4 @@ def find_violation(bug: str, props: tuple[str, ...]):
 
 
 __all__ = ["Model", "State", "initial", "initial_states", "enabled", "apply", "violations",
-           "explore", "find_violation", "SPEC_MODEL", "BUGS", "ACTIONS", "PROPERTIES"]
+           "explore", "find_violation", "replay", "SPEC_MODEL", "BUGS", "ACTIONS", "PROPERTIES"]
