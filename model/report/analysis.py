@@ -270,14 +270,16 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                  applier_options: dict | None = None, bugs: frozenset = frozenset(),
                  whatif: bool = True, progress: Callable[[str], None] = lambda s: None,
                  wait_counts: Sequence[int] = WAIT_COUNTS, jobs: int = 1,
-                 whatif_sample: int | None = SAMPLE_DEFAULT) -> Report:
+                 whatif_sample: int | None = SAMPLE_DEFAULT, cluster: bool = False) -> Report:
     """`trace` has `.txns()`, `.count`, `.source` (commitsched.cli.TraceSource). `jobs` > 1:
     the independent work (the tracker passes, the scaling sweep's (scheduler, W) runs, then
     the runs of the schedule windows, the blame section and the what-ifs) runs in that many
     forked processes (scoring.fork_map); the report is the same, byte for byte. No run is made
     twice: what a later section needs of a run the sweep made is taken from the sweep.
     `whatif_sample`: above this many transactions the durability and commit wait what-ifs
-    simulate the middle this many (whatif.sample_window); 0 or None: the whole trace."""
+    simulate the middle this many (whatif.sample_window); 0 or None: the whole trace.
+    `cluster`: also the sustained throughput on certification-based clusters
+    (cluster_section.py; about 20 s of simulation)."""
     workers = sorted(set(workers))
     applier_options = dict(applier_options or {})
     names = list(dict.fromkeys(["serial", *(schedulers or DEFAULT_SCHEDULERS)]))
@@ -361,7 +363,12 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                           wait_counts=wait_counts, results=results, kept=kept, shape=passes,
                           sample=sample_window(trace, whatif_sample))
         whatifs.plan(tasks)
+    if cluster:
+        from .cluster_section import cluster_section
+        tasks.add("cluster", "certification clusters", lambda: cluster_section(trace))
     done = tasks.run(jobs, progress, "windows, blame, what-ifs")
+    if cluster:
+        data["cluster"] = done["cluster"]
 
     later = Tasks()
     runs = done["window"] if picks else []

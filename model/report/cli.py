@@ -100,7 +100,8 @@ def _report(args, inp, profile, bugs, started: float) -> int:
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), bugs=bugs,
                           whatif=not args.no_whatif, progress=progress,
-                          jobs=default_jobs(args.jobs), whatif_sample=args.whatif_sample)
+                          jobs=default_jobs(args.jobs), whatif_sample=args.whatif_sample,
+                          cluster=not args.no_cluster)
     if mysql is not None:
         report.data["mysql"] = dict(mysql.to_json(), origin=args.mysql_origin,
                                     text=mysql.describe())
@@ -176,6 +177,10 @@ def add_subcommands(sub, add_model_options) -> None:
                    help="transactions in the schedule window (default 40)")
     r.add_argument("--window-start", type=int, metavar="SEQ",
                    help="first seq of the window (default: where the pipeline stalls most)")
+    r.add_argument("--no-cluster", action="store_true",
+                   help="leave out the section on certification-based clusters (Galera, Group "
+                        "Replication: sustained throughput by member count and durability, "
+                        "about 20 s of simulation)")
     r.add_argument("--no-whatif", action="store_true",
                    help="skip the what-if sweeps (durability, commit wait count)")
     r.add_argument("--whatif-sample", metavar="N",
