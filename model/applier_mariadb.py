@@ -33,7 +33,7 @@ from typing import Callable, Iterable
 from .profiles import Profile
 from .rules import (MARIADB_LEVELS, gco_decision, gco_released, lock_conflict, marks_at_exec_end,
                     next_thread, waits_for_mdl, waits_for_prior_commit)
-from .simcore import (CAUSES, CommitChain, CommitStage, CpuPool, CpuTask, Deadlock, Disk,
+from .simcore import (CAUSES, Arrival, CommitChain, CommitStage, CpuPool, CpuTask, Deadlock, Disk,
                       EventLog, LogFlush, SimulationError, TxnRun, account_commit_wait, new_runs)
 
 MODES = MARIADB_LEVELS
@@ -51,10 +51,12 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                      sink: Callable[[TxnRun], None], *, mode: str = "conservative",
                      max_queued: int = 64,
                      bugs: frozenset[str] = frozenset(),
-                     log: EventLog | None = None) -> dict[str, float]:
+                     log: EventLog | None = None,
+                     arrival: Arrival | None = None) -> dict[str, float]:
     """Simulate `stream` of `(txn, (group_id, flags))`; call `sink` with each committed run;
     return the time blocked by cause. `log` (optional) hears every schedule event
-    (simcore.EventLog)."""
+    (simcore.EventLog); `arrival` (optional) when each transaction reaches the relay log (the
+    driver waits for it)."""
     if workers < 1:
         raise SimulationError("workers must be at least 1")
     if mode not in MODES:
@@ -113,7 +115,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     gco_wait_count = 0
     gco_flags = 0
     last_commit_id = None
-    runs = new_runs(stream, profile, workers)
+    runs = new_runs(stream, profile, workers, arrival)
     nxt: TxnRun | None = None
     committed = 0
 
@@ -304,8 +306,10 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
 
     advance()
     while True:
-        if (nxt is not None and cause is None and not driver_busy
-                and (not heap or heap[0][0] > driver_t)):
+        if (nxt is not None and cause is None and not driver_busy and (
+                not heap or heap[0][0] > (driver_t if driver_t >= nxt.arrival else nxt.arrival))):
+            if nxt.arrival > driver_t:                # it reaches the relay log only now
+                driver_t = nxt.arrival
             if len(queues[slot]) + (current[slot] is not None) > max_queued:
                 cause, since = "no_free_worker", driver_t    # back-pressure on that thread
                 continue

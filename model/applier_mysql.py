@@ -29,8 +29,8 @@ from collections import deque
 from typing import Callable, Iterable
 
 from .profiles import Profile
-from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, EventLog, SimulationError,
-                      TxnRun, account_commit_wait, new_runs, start_work, work_done)
+from .simcore import (CAUSES, Arrival, CommitStage, CpuPool, Deadlock, EventLog,
+                      SimulationError, TxnRun, account_commit_wait, new_runs, start_work, work_done)
 from .rules import LowWaterMark, coordinator_wait, lowest_idle_worker, replica_lock_conflict
 from .trackers import ClockOrder
 
@@ -55,10 +55,12 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
                            checkpoint_group: int = 512,
                            bugs: frozenset[str] = frozenset(),
                            ticket_wrap: int = TICKET_WRAP,
-                           log: EventLog | None = None) -> dict[str, float]:
+                           log: EventLog | None = None,
+                           arrival: Arrival | None = None) -> dict[str, float]:
     """Simulate `stream` of `(txn, (last_committed, sequence_number, file))`; call `sink` with
     each committed run; return the time blocked by cause. `log` (optional) hears every
-    schedule event (simcore.EventLog). `ticket_wrap`: where the commit-order ticket wraps,
+    schedule event (simcore.EventLog); `arrival` (optional) when each transaction reaches the
+    relay log (the coordinator waits for it). `ticket_wrap`: where the commit-order ticket wraps,
     which matters only with bug ticket_overflow (the transaction whose seq is a multiple of
     it, if it waits for its turn, is never granted it)."""
     if ticket_wrap < 1:
@@ -89,7 +91,7 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     coord_t = 0.0
     cause = None                          # why the coordinator is blocked, or None
     since = 0.0
-    runs = new_runs(stream, profile, workers)
+    runs = new_runs(stream, profile, workers, arrival)
     clock = ClockOrder(rotation_ignored=rotation_ignored)
     nxt = None                            # the next run to dispatch, with its barrier decision
     nxt_barrier = False
@@ -232,7 +234,12 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
 
     advance()
     while True:
-        if nxt is not None and cause is None and (not heap or heap[0][0] > coord_t):
+        # the next transaction can be read once it is in the relay log (arrival) and nothing
+        # earlier is left to happen
+        if nxt is not None and cause is None and (
+                not heap or heap[0][0] > (coord_t if coord_t >= nxt.arrival else nxt.arrival)):
+            if nxt.arrival > coord_t:
+                coord_t = nxt.arrival
             cause = why_blocked()
             if cause is not None:
                 since = coord_t
@@ -333,7 +340,8 @@ def _cycle(run: TxnRun, waiting_for: dict[int, list]) -> list[TxnRun] | None:
 
 def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
                       sink: Callable[[TxnRun], None], *, checkpoint_group: int = 512,
-                      bugs: frozenset[str] = frozenset()) -> dict[str, float]:
+                      bugs: frozenset[str] = frozenset(),
+                      arrival: Arrival | None = None) -> dict[str, float]:
     """MySQL 5.6 DATABASE submode (semantics.md §4): a schema in use is pinned to its worker;
     a new schema goes to the worker holding the fewest (ties: the later index); a transaction
     whose schemas are pinned to different workers waits until they are released; `None`
@@ -358,7 +366,7 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
     coord_t = 0.0
     cause = None
     since = 0.0
-    runs = new_runs(stream, profile, workers)
+    runs = new_runs(stream, profile, workers, arrival)
     nxt = None
     committed = dispatched = 0
 
@@ -393,7 +401,10 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
 
     advance()
     while True:
-        if nxt is not None and cause is None and (not heap or heap[0][0] > coord_t):
+        if nxt is not None and cause is None and (
+                not heap or heap[0][0] > (coord_t if coord_t >= nxt.arrival else nxt.arrival)):
+            if nxt.arrival > coord_t:
+                coord_t = nxt.arrival
             w = choose_worker()
             if isinstance(w, str):
                 cause, since = w, coord_t

@@ -27,7 +27,7 @@ from .trace import TraceError, iter_trace, load_trace, write_trace
 # `UsageError`) gets the one-line error treatment.
 PLUGIN_COMMANDS = ("commitsched.checks.bound_cli", "commitsched.report.cli",
                    "commitsched.checks.conformance_cli", "commitsched.blame_cli",
-                   "commitsched.cluster_cli")
+                   "commitsched.lag_cli", "commitsched.cluster_cli")
 
 # Traces bigger than this are re-read for each run instead of held in memory.
 STREAM_ABOVE_BYTES = 64 * 1024 * 1024
@@ -67,6 +67,14 @@ def _positive_float(text: str) -> float:
     if not v > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return v
+
+
+def _profile_name(text: str) -> str:
+    """A profile's name, or a profile file (checked when the profile is loaded)."""
+    if text in PROFILES or os.sep in text or text.endswith(".json") or os.path.isfile(text):
+        return text
+    raise argparse.ArgumentTypeError(f"unknown profile {text!r}; known: "
+                                     f"{', '.join(sorted(PROFILES))}, or a profile file")
 
 
 def _on_off(text: str) -> bool:
@@ -352,9 +360,11 @@ SCHEDULER_HELP = ("a scheduler: TRACKER+APPLIER or `serial`. Trackers: serial, d
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model options")
-    g.add_argument("--profile", default="ideal", choices=sorted(PROFILES),
-                   help="machine / cost profile for costs the trace lacks (default: "
-                        f"{DEFAULT_PROFILE} for score and report, a real MariaDB replica "
+    g.add_argument("--profile", default="ideal", type=_profile_name, metavar="NAME|FILE",
+                   help="machine / cost profile for costs the trace lacks: one of "
+                        f"{', '.join(sorted(PROFILES))}, or a profile file written by "
+                        "`commitsched calibrate` for your own replica (default: "
+                        f"{DEFAULT_PROFILE} for score, lag and report, a real MariaDB replica "
                         "measured on 16 cores; ideal, the trace's own costs only, for the "
                         "others)")
     g.add_argument("--cores", type=_positive_int, metavar="N",

@@ -15,7 +15,7 @@ from .applier_galera import GALERA_BUGS, simulate_galera
 from .applier_gr import GR_BUGS, simulate_group_replication
 from .applier_mysql import MYSQL_BUGS, simulate_database, simulate_logical_clock
 from .profiles import Profile
-from .simcore import CAUSES, SimulationError, TxnRun
+from .simcore import CAUSES, Arrival, SimulationError, TxnRun
 
 # Certification-based clusters (docs/certification.md): a member applying the others' write-sets.
 CLUSTER_APPLIERS = ("galera", "group_replication")
@@ -72,16 +72,21 @@ def parse_scheduler(name: str) -> Scheduler:
     return Scheduler(name, tracker, applier)
 
 
-def simulate_serial(txns: Iterable, profile: Profile, sink: Callable[[TxnRun], None]) -> dict:
-    """One SQL thread: it reads each transaction from the relay log (the profile's `dispatch`
-    cost, as a parallel replica's coordinator pays it), executes it, then commits it with its
-    own sync."""
+def simulate_serial(txns: Iterable, profile: Profile, sink: Callable[[TxnRun], None],
+                    arrival: Arrival | None = None) -> dict:
+    """One SQL thread: it reads each transaction from the relay log once it is there
+    (`arrival`; the profile's `dispatch` cost, as a parallel replica's coordinator pays it),
+    executes it, then commits it with its own sync."""
     t = 0.0
     exec_cost, commit_cost, sync = profile.exec_cost, profile.commit_cost, profile.group_sync
     dispatch = profile.dispatch_cost
     for txn in txns:
         run = TxnRun(txn, None, exec_cost(txn), commit_cost(txn))
         run.worker = 0
+        if arrival is not None:
+            run.arrival = arrival(txn.seq)
+            if run.arrival > t:
+                t = run.arrival
         run.dispatch = t
         run.start = t = t + dispatch(txn, 1)
         run.exec_end = t + run.exec
@@ -93,14 +98,16 @@ def simulate_serial(txns: Iterable, profile: Profile, sink: Callable[[TxnRun], N
 
 def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, profile: Profile,
                   sink: Callable[[TxnRun], None], *, bugs: frozenset[str] = frozenset(),
-                  tracker_options: dict | None = None, applier_options: dict | None = None
-                  ) -> dict[str, float]:
+                  tracker_options: dict | None = None, applier_options: dict | None = None,
+                  arrival: Arrival | None = None) -> dict[str, float]:
     """Run one scheduler over `txns`; `sink` gets each committed run; returns blocked time by
-    cause. Raises SchedulerError (bad name/options/trace) or SimulationError (e.g. Deadlock)."""
+    cause. `arrival`: when each transaction reaches the relay log (an open replay,
+    model/replay.py); none: a closed backlog. Raises SchedulerError (bad name/options/trace)
+    or SimulationError (e.g. Deadlock)."""
     if isinstance(scheduler, str):
         scheduler = parse_scheduler(scheduler)
     if scheduler.is_serial:
-        return simulate_serial(txns, profile, sink)
+        return simulate_serial(txns, profile, sink, arrival)
     applier_bugs = frozenset(bugs) & APPLIER_BUGS
     tracker_bugs = frozenset(bugs) - APPLIER_BUGS
     try:
@@ -110,6 +117,8 @@ def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, prof
         raise SchedulerError(str(e)) from None
     stream = tracker.annotate(txns)
     opts = dict(applier_options or {})
+    if arrival is not None:
+        opts["arrival"] = arrival
     try:
         if scheduler.applier in CLUSTER_APPLIERS:
             for opt in ("preserve_commit_order", "ticket_wrap", "max_queued"):
