@@ -29,13 +29,13 @@ import itertools
 from typing import Callable, Iterable
 
 from .profiles import Profile
-from .simcore import (CAUSES, CommitChain, CommitStage, CpuPool, Deadlock, EventLog,
+from .simcore import (CAUSES, Arrival, CommitChain, CommitStage, CpuPool, Deadlock, EventLog,
                       SimulationError, TxnRun, account_commit_wait, new_runs, start_work,
                       work_done)
 
 GALERA_BUGS: frozenset[str] = frozenset()
 
-CERT_END, READY, RESUME = 20, 21, 22
+CERT_END, READY, RESUME, ARRIVED = 20, 21, 22, 23
 SYNC_END, GROUP_START, SYNC_CPU = (CommitStage.SYNC_END, CommitStage.GROUP_START,
                                    CommitStage.SYNC_CPU)
 CHAIN_START, CHAIN_DONE = CommitChain.START, CommitChain.DONE
@@ -43,11 +43,14 @@ CHAIN_START, CHAIN_DONE = CommitChain.START, CommitChain.DONE
 
 def simulate_galera(stream: Iterable[tuple], workers: int, profile: Profile,
                     sink: Callable[[TxnRun], None], *, bugs: frozenset[str] = frozenset(),
-                    log: EventLog | None = None) -> dict[str, float]:
+                    log: EventLog | None = None,
+                    arrival: Arrival | None = None) -> dict[str, float]:
     """Simulate `stream` of `(txn, certification.CertDep)` in total order on one member with
     `workers` slave threads; `sink` gets each committed run; returns blocked time by cause.
     `log` hears "dispatch" (a slave thread took it, arg: the thread from 1), "start",
-    "exec_end", "commit" (a cancelled write-set's only event is "commit")."""
+    "exec_end", "commit" (a cancelled write-set's only event is "commit"). `arrival`: when each
+    write-set reaches the member's receive queue (an open replay, model/replay.py); none: all
+    at 0."""
     if workers < 1:
         raise SimulationError("workers must be at least 1")
     heap: list = []
@@ -63,7 +66,8 @@ def simulate_galera(stream: Iterable[tuple], workers: int, profile: Profile,
     cert_cost = profile.dispatch_cost
     wakeup = profile.wakeup
 
-    runs = iter(new_runs(stream, profile, workers))
+    runs = iter(new_runs(stream, profile, workers, arrival))
+    ahead: list = []                     # the next run, read but not arrived yet
     pos_of: dict[int, int] = {}          # seq -> position in the total order (1..)
     by_pos: dict[int, TxnRun] = {}
     free = list(range(workers))          # idle slave threads (lowest first)
@@ -79,9 +83,13 @@ def simulate_galera(stream: Iterable[tuple], workers: int, profile: Profile,
         """Idle threads take the next write-sets and certify them in order."""
         nonlocal next_pos, cert_free, taken, exhausted
         while free and not exhausted:
-            run = next(runs, None)
+            run = ahead.pop() if ahead else next(runs, None)
             if run is None:
                 exhausted = True
+                return
+            if run.arrival > now:                # not in the receive queue yet
+                ahead.append(run)
+                push(heap, (run.arrival, next(counter), ARRIVED, None))
                 return
             pos = next_pos
             next_pos += 1
@@ -164,6 +172,8 @@ def simulate_galera(stream: Iterable[tuple], workers: int, profile: Profile,
             enter_apply(payload, t)
         elif kind == RESUME:
             start(payload, t)
+        elif kind == ARRIVED:
+            take(t)
         elif kind == READY:
             run = payload
             work_done(run, t, cpus)

@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 from .applier_mysql import simulate_logical_clock
 from .profiles import Profile
-from .simcore import EventLog, TxnRun
+from .simcore import Arrival, EventLog, TxnRun
 
 GR_BUGS: frozenset[str] = frozenset()
 
@@ -35,9 +35,10 @@ def simulate_group_replication(stream: Iterable[tuple], workers: int, profile: P
                                sink: Callable[[TxnRun], None], *,
                                checkpoint_group: int = 512,
                                bugs: frozenset[str] = frozenset(),
-                               log: EventLog | None = None) -> dict[str, float]:
+                               log: EventLog | None = None,
+                               arrival: Arrival | None = None) -> dict[str, float]:
     """Simulate `stream` of `(txn, certification.CertDep)` on a secondary with `workers`
-    (replica_parallel_workers); see simulate_logical_clock."""
+    (replica_parallel_workers); see simulate_logical_clock (`arrival`: an open replay)."""
     return simulate_logical_clock(gr_clock(stream), workers, profile, sink,
                                   preserve_commit_order=True, checkpoint_group=checkpoint_group,
-                                  bugs=frozenset(bugs), log=log)
+                                  bugs=frozenset(bugs), log=log, arrival=arrival)

@@ -17,8 +17,9 @@ Galera (galera/src/certification.cpp, Galera 4 26.4.18):
   is raised to it either way. Row keys are exclusive-update keys here (the check table's UP/UP
   cell: conflict); shared keys (FK parents) are not told apart in a trace.
 - `do_test_v3to6`: depends_seqno is at least `last_pa_unsafe_`; a PA-unsafe write-set (TOI, a
-  table without a primary key) sets it; a TOI write-set skips certification and depends on its
-  predecessor (applied in isolation).
+  table without a primary key: MariaDB marks those since MDEV-25551) sets it and itself depends
+  on its predecessor (`TrxHandleSlave::unserialize`: F_ISOLATION or F_PA_UNSAFE -> seqno - 1); a
+  TOI write-set skips certification (`certify_v3to6`).
 - `append_trx`: every write-set, passed or failed, enters `trx_map_`; `purge_trxs_upto_` drops
   it with its key references (`purge_for_trx`) once the commit cut passes it.
 
@@ -117,9 +118,9 @@ class GaleraCertifier:
         self.position = seqno
         depends = self.trx_map[0] - 1 if self.trx_map else seqno - 1
         ok = seqno - last_seen <= MAX_LENGTH
-        if toi:
-            depends = seqno - 1                     # applied in isolation
-        elif ok:
+        if toi or pa_unsafe:                        # TrxHandleSlave::unserialize: F_ISOLATION
+            depends = seqno - 1                     # and F_PA_UNSAFE depend on the previous
+        if ok and not toi:                          # certify_v3to6: a TOI is not certified
             index = self.index
             for k in keys:
                 ref = index.get(k)
