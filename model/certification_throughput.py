@@ -311,6 +311,9 @@ class _Member:
         cl = self.cl
         if self.galera or s.ok:                      # GR drops a failed write-set silently
             cl.log("commit", self.i, s.pos)
+        if cl.finish_log is not None:
+            count, _ = cl.finish_log.get(s.pos, (0, 0.0))
+            cl.finish_log[s.pos] = (count + 1, now)
         if self.galera:
             self.finished.add(s.pos)
             while self.last_left + 1 in self.finished:
@@ -428,6 +431,29 @@ class Cluster:
             and not m.stage.waiting and not m.local_stage.waiting for m in self.members)
         return {"done": done, "errors": self.errors, "sent": self.next_pos - 1}
 
+    def run_times(self, times: Sequence[float], limit_us: float) -> dict:
+        """Transaction i of the workload arrives at the first writer at `times[i]` (µs); run
+        until everything finished or `limit_us`. Returns when each one finished on every
+        member (`done_at`: the last member's commit, None if it did not), and flow control's
+        pause."""
+        self._reset((0.0, limit_us), closed=False)
+        self.finish_log = {}
+        w = self.cfg.writers[0]
+        for t in times:
+            heapq.heappush(self.heap, (t, next(self.counter), ARRIVE, w))
+        self._loop(limit_us)
+        n = len(times)
+        members = len(self.members)
+        done_at = [None] * n
+        for pos, (count, last) in self.finish_log.items():
+            if count == members and pos <= n:
+                done_at[pos - 1] = last
+        end = self.now
+        if self.paused_since is not None:
+            self.paused_total += end - self.paused_since
+        # positions follow sending order, which is arrival order for one writer
+        return {"done_at": done_at, "fc_paused": self.paused_total / end if end else 0.0}
+
     def _reset(self, window: tuple[float, float], closed: bool) -> None:
         cfg, prof = self.cfg, self.prof
         self.heap: list = []
@@ -464,6 +490,7 @@ class Cluster:
         self.client_queue = {w: deque() for w in cfg.writers}
         self.closed = closed
         self.next_id = 0
+        self.finish_log = None                         # run_times: pos -> (members done, last)
         if cfg.flavor == "group_replication":
             heapq.heappush(self.heap, (GR_PERIOD_S * 1e6, next(self.counter), TICK, None))
 
@@ -718,6 +745,52 @@ def sustained(txns: Sequence, cfg: ClusterConfig, prof: ClusterProfile, *,
     return Sustained(lo, hi, probe["tps"], runs)
 
 
+# ---------------------------------------------------------------- the open replay (lag --system)
+
+def cluster_keeps_up(txns: Sequence, times: Sequence[float], cfg: ClusterConfig,
+                     prof: ClusterProfile, speed: float = 1.0) -> dict:
+    """The trace replayed as it arrived (docs/lag.md) on a cluster: each transaction reaches
+    the writer at its source commit time divided by `speed`, twice in a row (two laps, as
+    model/replay.py reads a trace: one period of a pace that repeats). The cluster keeps up when
+    the second lap ends no more behind than the first (lag: the last member's commit minus the
+    source time; flow control holds the writer instead of letting members lag, so this lag is
+    the writer's and the members' together)."""
+    n = len(times)
+    base = [t / speed for t in times]
+    span = (base[-1] - base[0]) if n > 1 else 0.0
+    gap = (span / (n - 1)) if n > 1 else 1000.0
+    laps = base + [t + span + gap for t in base]
+    cluster = Cluster(list(txns) * 2, cfg, prof)
+    limit = laps[-1] + max(60e6, 10 * (span + gap))
+    r = cluster.run_times(laps, limit)
+    done = r["done_at"]
+    if done[-1] is None or done[n - 1] is None:
+        return {"keeps_up": False, "lap_lag_s": None, "fc_paused": r["fc_paused"]}
+    lag1, lag2 = done[n - 1] - laps[n - 1], done[-1] - laps[-1]
+    lags = sorted(d - t for d, t in zip(done[n:], laps[n:]) if d is not None)
+    return {"keeps_up": lag2 <= lag1 * 1.05 + 1000.0, "lap_lag_s": (lag1 / 1e6, lag2 / 1e6),
+            "p99_lag_s": lags[int(0.99 * (len(lags) - 1))] / 1e6,
+            "max_lag_s": lags[-1] / 1e6, "fc_paused": r["fc_paused"]}
+
+
+def cluster_headroom(txns: Sequence, times: Sequence[float], cfg: ClusterConfig,
+                     prof: ClusterProfile, precision: float = 1.02) -> float:
+    """The largest factor the source's pace can be multiplied by with the cluster keeping up
+    (bisection on a log scale between 1/1000 and 1000)."""
+    lo, hi = 1e-3, 1e3
+    if cluster_keeps_up(txns, times, cfg, prof, hi)["keeps_up"]:
+        return hi
+    if not cluster_keeps_up(txns, times, cfg, prof, lo)["keeps_up"]:
+        return lo
+    while hi / lo > precision:
+        mid = math.sqrt(lo * hi)
+        if cluster_keeps_up(txns, times, cfg, prof, mid)["keeps_up"]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 # ---------------------------------------------------------------- profiles
 
 PROFILES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -745,4 +818,5 @@ def get_profile(name: str) -> ClusterProfile:
 
 
 __all__ = ["ClusterProfile", "ClusterConfig", "Cluster", "ClusterError", "FLAVORS", "sustained",
-           "Sustained", "kept_up", "load_profiles", "get_profile"]
+           "Sustained", "kept_up", "load_profiles", "get_profile", "cluster_keeps_up",
+           "cluster_headroom"]

@@ -88,6 +88,61 @@ def cmd_cluster(args) -> int:
     return 0
 
 
+def cmd_cluster_lag(args) -> int:
+    """`lag --system galera|group_replication`: the trace replayed as it arrived on a cluster of
+    --members (model/certification_throughput.py cluster_keeps_up / cluster_headroom)."""
+    from .certification_throughput import (ClusterConfig, ClusterError, cluster_headroom,
+                                           cluster_keeps_up, get_profile)
+    from .cli import UsageError, _emit
+    from .progress import Progress
+    from .replay import ReplayError, source_times
+    from .trace import TraceError, load_trace
+    if len(args.trace) != 1:
+        raise UsageError("lag --system galera|group_replication takes one trace")
+    progress = Progress(args.quiet)
+    try:
+        prof = get_profile(args.cluster_profile)
+    except ClusterError as e:
+        raise UsageError(str(e)) from None
+    path = args.trace[0]
+    progress(f"reading {path}")
+    txns = load_trace(path).txns
+    try:
+        times = source_times(txns).times
+    except ReplayError as e:
+        raise TraceError(path, None, str(e)) from None
+    durable = (args.durability or "durable") == "durable"
+    rows = []
+    for w in args.workers:
+        cfg = ClusterConfig(flavor=args.system, members=args.members, workers=w, durable=durable)
+        progress(f"{args.system} members={args.members} workers={w}")
+        r = cluster_keeps_up(txns, times, cfg, prof)
+        r["headroom"] = round(cluster_headroom(txns, times, cfg, prof), 3)
+        rows.append({"system": args.system, "members": args.members, "workers": w,
+                     "durability": "durable" if durable else "relaxed", **r})
+    progress.done()
+    if args.json:
+        _emit(json.dumps(rows, indent=1) + "\n", args.output)
+        return 0
+    lines = [f"trace {path}: {len(txns)} transactions; {args.system} cluster of {args.members} "
+             f"members, cluster profile {prof.name} ({prof.machine})", "",
+             f"{'workers':>7} {'keeps up':>8} {'headroom':>8} {'p99 lag':>9} {'max lag':>9} "
+             f"{'fc paused':>9}"]
+    for r in rows:
+        p99 = f"{r['p99_lag_s']:.3f} s" if r.get("p99_lag_s") is not None else "-"
+        mx = f"{r['max_lag_s']:.3f} s" if r.get("max_lag_s") is not None else "-"
+        lines.append(f"{r['workers']:>7} {'yes' if r['keeps_up'] else 'no':>8} "
+                     f"{r['headroom']:>8.2f} {p99:>9} {mx:>9} {r['fc_paused']:>9.0%}")
+    lines += ["", "keeps up: the trace replayed twice in a row at its source's pace ends no more "
+              "behind the second time; headroom: the largest factor the pace can be multiplied "
+              "by and still keep up; lag: the last member's commit minus the source commit "
+              "(flow control holds the writer rather than let a member fall behind, so it is "
+              "the writer's delay and the members' together); fc paused: the share of the time "
+              "flow control held the writer (docs/certification.md)."]
+    _emit("\n".join(lines) + "\n", args.output)
+    return 0
+
+
 def format_table(out: dict, rate: bool = False) -> str:
     p = out["profile"]
     lines = [f"trace {out['trace']}; cluster profile {p['name']}: {p['machine'] or 'no machine'}, "
