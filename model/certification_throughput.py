@@ -300,11 +300,8 @@ class _Member:
         cl.cpu(now, cl.member_cpu(s.ws, self.i) * share, self._applied, s)
 
     def _applied(self, s: _Seq, now: float) -> None:
-        s.ready = now
-        if self.galera:
-            self.stage.add(s, now)
-        else:
-            self._gr_commit_queue(s, now)
+        s.ready = now              # Galera: the commit monitor; GR: the relay log's order
+        self.stage.add(s, now)
 
     # -- Group Replication: dispatch in relay-log order, commit in relay-log order
     def _gr_dispatch(self, now: float) -> None:
@@ -316,9 +313,6 @@ class _Member:
             self.relay.popleft()
             self.threads -= 1
             self._apply(s, now)
-
-    def _gr_commit_queue(self, s: _Seq, now: float) -> None:
-        self.stage.add(s, now)
 
     def committed_group(self, batch: list, now: float) -> None:
         for s in batch:
@@ -396,7 +390,7 @@ class Cluster:
         stage = _Stage((base, base + 1, base + 2), self.sync, ordered, self.heap, self.counter,
                        sync_cpu=self.sync_cpu, cpus=self.cpus, disk=self.disk,
                        remote_alone=remote_alone)
-        member = len(self.members_built)
+        member = len(self.members)
         for k, what in zip((base, base + 1, base + 2), ("end", "start", "cpu")):
             self.stage_kinds[k] = (stage, what, member)
         self.stages.append(stage)
@@ -483,10 +477,9 @@ class Cluster:
         self.sync_cpu = 2 * prof.fsync_cpu if cfg.durable else 0.0
         self.stages: list = []
         self.stage_kinds: dict = {}
-        self.members_built: list = []
-        for i in range(cfg.members):
-            self.members_built.append(_Member(self, i))
-        self.members = self.members_built
+        self.members: list[_Member] = []
+        for i in range(cfg.members):                   # (a member's stages know its index)
+            self.members.append(_Member(self, i))
         self.round_waiting: list[_Ws] = []
         self.round_busy = False
         self.next_pos = 1
