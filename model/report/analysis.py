@@ -279,7 +279,7 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     `whatif_sample`: above this many transactions the durability and commit wait what-ifs
     simulate the middle this many (whatif.sample_window); 0 or None: the whole trace.
     `cluster`: also the sustained throughput on certification-based clusters
-    (cluster_section.py; about 20 s of simulation)."""
+    (cluster_section.py; a few seconds of simulation)."""
     workers = sorted(set(workers))
     applier_options = dict(applier_options or {})
     names = list(dict.fromkeys(["serial", *(schedulers or DEFAULT_SCHEDULERS)]))

@@ -180,7 +180,7 @@ def add_subcommands(sub, add_model_options) -> None:
     r.add_argument("--no-cluster", action="store_true",
                    help="leave out the section on certification-based clusters (Galera, Group "
                         "Replication: sustained throughput by member count and durability, "
-                        "about 20 s of simulation)")
+                        "a few seconds of simulation)")
     r.add_argument("--no-whatif", action="store_true",
                    help="skip the what-if sweeps (durability, commit wait count)")
     r.add_argument("--whatif-sample", metavar="N",
