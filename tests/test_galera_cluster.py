@@ -38,7 +38,19 @@ pytestmark = [
 
 def test_three_node_cluster_replicates_and_scores(tmp_path):
     from galera_cluster import GaleraCluster
-    work = tmp_path / "cluster"
+    # mariadbd runs as mysql: the cluster's folder must be reachable by it (pytest's tmp_path
+    # sits under a root-only folder)
+    import pathlib
+    import tempfile
+    base = pathlib.Path(tempfile.mkdtemp(prefix="commitsched-galera-"))
+    base.chmod(0o755)
+    try:
+        _scenario(tmp_path, base / "cluster", GaleraCluster)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _scenario(tmp_path, work, GaleraCluster):
     cluster = GaleraCluster(str(work), 3, settings={"log_bin": "mysql-bin",
                                                     "log_slave_updates": "ON",
                                                     "wsrep_slave_threads": 2},
