@@ -31,8 +31,11 @@ DEFAULT_SCHEDULERS = (
     "commit_order+mysql", "writeset+mysql", "writeset_session+mysql", "database+mysql",
     "commit_id+mariadb_conservative", "commit_id+mariadb_optimistic",
     "commit_id+mariadb_aggressive", "slave_group_commit+mariadb_conservative",
-    "certification+galera", "certification+group_replication",
 )
+# A member of a certification-based cluster applying the others' write-sets (docs/
+# certification.md): not a way to run a replica, so not among the replica's choices above
+# (a report's recommendation); `score --scheduler` and the report's cluster section run them.
+CLUSTER_SCHEDULERS = ("certification+galera", "certification+group_replication")
 
 
 class SchedulerError(ValueError):
@@ -156,4 +159,4 @@ def collect(scheduler: Scheduler | str, txns: Iterable, workers: int, profile: P
 
 
 __all__ = ["Scheduler", "SchedulerError", "SimulationError", "parse_scheduler", "run_scheduler",
-           "collect", "DEFAULT_SCHEDULERS", "APPLIERS"]
+           "collect", "DEFAULT_SCHEDULERS", "CLUSTER_SCHEDULERS", "APPLIERS"]

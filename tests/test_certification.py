@@ -226,3 +226,45 @@ def test_cluster_config_and_cli_errors(capsys):
     assert main(["score", EXAMPLE, "--scheduler", "certification+galera",
                  "--inject-bug", "fc_stop_mark_late", "--quiet"]) == 2
     assert "commitsched cluster TRACE --inject-bug fc_stop_mark_late" in capsys.readouterr().err
+
+
+def test_report_cluster_section_scores_both_schedulers_and_searches_every_cell(monkeypatch):
+    """The report's cluster section: both cluster schedulers' speedups as `score` gives them,
+    and one sustained-throughput cell per flavour, durability and member count, rendered."""
+    from commitsched.report import cluster_section as cs
+    from commitsched.report.render import markdown_page
+    from commitsched.scoring import score_trace
+    monkeypatch.setattr(cs, "SECONDS", 0.3)
+    monkeypatch.setattr(cs, "WARMUP", 0.1)
+    monkeypatch.setattr(cs, "STEPS", 2)
+    from commitsched.cli import TraceSource
+    trace = TraceSource(EXAMPLE)
+    prof = get_profile("ideal")
+    got = cs.cluster_section(trace, prof, [2, 4])
+    want = {(r["scheduler"], r["workers"]): r["speedup"]
+            for r in score_trace(trace, ["certification+galera", "certification+group_replication"],
+                                 [2, 4], prof, z3_bound="off") if r["scheduler"] != "serial"}
+    assert {(r["scheduler"], r["workers"]): r["speedup"] for r in got["member_scores"]} == want
+    assert len(want) == 4
+    assert {(r["flavor"], r["durability"], r["members"]) for r in got["rows"]} == {
+        (f, d, m) for f in cs.FLAVORS for d in cs.DURABILITIES for m in cs.MEMBERS}
+    assert all(0 < r["sustained"] <= r["next_rate"] for r in got["rows"])
+    head, body = cs.member_table(got)
+    assert head == ["scheduler", "W=2", "W=4"] and len(body) == 2
+    assert body[0][1] == f"{want[('certification+galera', 2)]:.2f}"
+
+
+
+@pytest.mark.parametrize("path", sorted(str(p) for p in
+                                        __import__("pathlib").Path("traces/examples").glob(
+                                            "*.jsonl*")))
+def test_both_cluster_schedulers_score_every_bundled_trace(path):
+    from commitsched.schedulers import CLUSTER_SCHEDULERS
+    from commitsched.scoring import score_trace
+    from commitsched.cli import TraceSource
+    rows = score_trace(TraceSource(path), list(CLUSTER_SCHEDULERS), [4], get_profile("ideal"),
+                       z3_bound="off")
+    got = {r["scheduler"]: r for r in rows}
+    for name in CLUSTER_SCHEDULERS:
+        assert "error" not in got[name], got[name]
+        assert got[name]["speedup"] >= 1.0 - 1e-9

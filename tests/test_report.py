@@ -62,6 +62,14 @@ def test_report_md_writes_valid_svg_figures(md_report):
     assert "## Answers" in md and "How many workers?" in md
 
 
+def test_report_md_has_the_cluster_section(md_report):
+    md = (md_report / "report.md").read_text()
+    section = md.split("## On a certification-based cluster", 1)[1]
+    for line in ("| certification+galera |", "| certification+group_replication |",
+                 "| galera | durable |", "| group_replication | relaxed |"):
+        assert line in section
+
+
 def test_speedup_figure_draws_the_json_numbers(md_report):
     """Every marker of the speedup chart is a (scheduler, workers) result of report.json."""
     from commitsched.report.figures import fmt

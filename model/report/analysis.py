@@ -365,7 +365,8 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
         whatifs.plan(tasks)
     if cluster:
         from .cluster_section import cluster_section
-        tasks.add("cluster", "certification clusters", lambda: cluster_section(trace))
+        tasks.add("cluster", "certification clusters",
+                  lambda: cluster_section(trace, profile, workers))
     done = tasks.run(jobs, progress, "windows, blame, what-ifs")
     if cluster:
         data["cluster"] = done["cluster"]
