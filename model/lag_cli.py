@@ -78,7 +78,7 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
 
 def add_subcommands(sub, add_model_options) -> None:
     from .cli import SCHEDULER_HELP, _add_input_arguments, _add_mysql_option, _positive_int, \
-        _workers
+        _workers, add_engine_option
     from .profiles import DEFAULT_PROFILE
     p = sub.add_parser(
         "lag", help="replay a binlog as it arrived: does the replica keep up, headroom, lag, "
@@ -129,4 +129,5 @@ def add_subcommands(sub, add_model_options) -> None:
                         "do not depend on it")
     add_model_options(p)
     _add_mysql_option(p)
+    add_engine_option(p)
     p.set_defaults(func=cmd_lag, profile=DEFAULT_PROFILE)
