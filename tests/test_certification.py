@@ -268,3 +268,24 @@ def test_both_cluster_schedulers_score_every_bundled_trace(path):
     for name in CLUSTER_SCHEDULERS:
         assert "error" not in got[name], got[name]
         assert got[name]["speedup"] >= 1.0 - 1e-9
+
+
+def test_the_compiled_engine_leaves_the_cluster_schedulers_to_the_reference():
+    """model/engine.py: the core has no certifier nor Galera/GR applier; `score` with the
+    compiled engine (the default) runs them in the reference model, with the same figures."""
+    from commitsched import engine
+    from commitsched.cli import TraceSource
+    from commitsched.metrics import RunMetrics
+    from commitsched.schedulers import CLUSTER_SCHEDULERS, parse_scheduler, run_scheduler
+    trace = TraceSource("traces/examples/oltp_rw_8clients.jsonl.gz")
+    assert engine.available()                       # `make setup` builds the core
+    columns = trace.txns().get_columns()
+    for name in CLUSTER_SCHEDULERS:
+        assert "certification-based schedulers" in engine.unsupported(parse_scheduler(name),
+                                                                      columns)
+        got = {}
+        for eng in engine.ENGINES:
+            m = RunMetrics(4)
+            run_scheduler(name, trace.txns(), 4, get_profile("durable"), m, engine=eng)
+            got[eng] = (m.makespan, m.count, m.transactions)
+        assert got["compiled"] == got["reference"]
