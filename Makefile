@@ -14,12 +14,12 @@ WORKERS ?= 1,2,4,8,16
 PROFILE ?= replica16
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
-.PHONY: setup python-deps rust java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
-        score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
+.PHONY: setup python-deps rust java tlc-jar graphviz mariadb-client demo demo-score demo-tlc test test-slow \
+        tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report
 
 help:
-	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz); idempotent"
+	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
 	@echo "make demo       setup, then the main job: model-check one small model per spec + one"
 	@echo "                bug config, then score the bundled traces under every scheduler"
 	@echo "make test       setup, then the fast test suite (pytest + hypothesis)"
@@ -45,7 +45,7 @@ help:
 	@echo "make galera-fit      the cluster profile from the measurements, and predicted against"
 	@echo "                measured for every configuration (~4 min)"
 
-setup: python-deps java tlc-jar graphviz
+setup: python-deps java tlc-jar graphviz mariadb-client
 	@echo "setup complete"
 
 $(PY):
@@ -96,6 +96,12 @@ graphviz:
 	@command -v dot >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz; }
 	@dot -V
 
+# the binlog printer (binary and printed binlogs compared: tests/test_binlog_binary.py) and the
+# client `import --schema-from` reads table definitions with (docs/import.md)
+mariadb-client:
+	@command -v mariadb-binlog >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-client; }
+	@mariadb-binlog --version | head -1
+
 demo: setup
 	@$(MAKE) --no-print-directory demo-tlc demo-score
 
@@ -119,7 +125,7 @@ fuzz: setup
 test-slow: $(TLC_JAR)
 	$(PY) -m pytest -q -m "slow" tests
 
-# TLC_ARGS: e.g. --skip-bugs (CI: the catalogue's models run once, in `make mutants`), --jobs 2
+# TLC_ARGS: e.g. --skip-bugs --exhaustive-only --jobs 2 (what CI runs: .ci/run says why)
 TLC_ARGS ?=
 tlc: $(TLC_JAR)
 	$(PY) -m commitsched.checks.tlc --manifest specs/models.json --jar $(TLC_JAR) --out build/tlc $(TLC_ARGS)

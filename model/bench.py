@@ -16,6 +16,12 @@ ratios to the targets (never asserted: the machine is shared and noisy).
    trace over the report's default runs (every scheduler x W 1, 2, 4, 8, 16, no sampling), its
    wall time against 10 minutes and its peak memory (the proportional set size of all its
    processes, sampled every 0.2 s) against 200 bytes per transaction.
+7. Compressed transactions (`--compressed N`, default 100,000; 0: skip): the same N
+   oltp_update_index-like MySQL 8.0 transactions (one UPDATE of a sysbench row each) written
+   plain and as a server with binlog_transaction_compression=ON writes them (zstd level 3,
+   importers/mysql_writer.py), imported `--import-runs` times each, alternating: the reader's
+   rate on the compressed path as a ratio to the plain path (CPU time, fastest of each), and
+   the two traces alike but for each transaction's events and bytes.
 """
 from __future__ import annotations
 
@@ -130,6 +136,81 @@ def _import_rows(binlogs: list[str], schema: str | None, directory: str, log,
     return row
 
 
+COMPRESSED_SCHEMA = ("CREATE TABLE sbtest.sbtest1 (id INT NOT NULL, k INT NOT NULL, "
+                     "c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL, PRIMARY KEY (id));\n")
+
+
+def _compressed_files(n: int, directory: str) -> tuple[str, str, str]:
+    """(plain binlog, compressed binlog, schema) of the same `n` transactions (section 7)."""
+    import random
+    from .importers import mysql_writer as mw
+    rng = random.Random(7)
+    types, metas = [mw.LONG, mw.LONG, mw.STRING, mw.STRING], [b"", b"", b"\xfe\x78",
+                                                              b"\xfe\x3c"]
+    tmap = mw.table_map_body(108, "sbtest", "sbtest1", types, metas)
+
+    def image(i: int, k: int, c: str, pad: str) -> bytes:
+        return (b"\0" + i.to_bytes(4, "little") + k.to_bytes(4, "little")
+                + bytes([len(c)]) + c.encode() + bytes([len(pad)]) + pad.encode())
+
+    def digits(groups: int) -> str:
+        return "-".join(f"{rng.randrange(10**11):011d}" for _ in range(groups))
+
+    plain, packed = mw.Writer(), mw.Writer()
+    ts = 1_700_000_000_000_000
+    for sn in range(1, n + 1):
+        row, k, pad = rng.randrange(1, 10_001), rng.randrange(1, 10_001), digits(5)
+        c_old, c_new = digits(10), digits(10)
+        events = [(mw.QUERY, mw.query_body("BEGIN", "sbtest")), (mw.TABLE_MAP, tmap),
+                  (mw.UPDATE_ROWS, mw.rows_body(108, 4, [image(row, k, c_old, pad),
+                                                         image(row, k, c_new, pad)], True)),
+                  (mw.XID, sn.to_bytes(8, "little"))]
+        ts += rng.randrange(1, 200)
+        lc = max(0, sn - 1 - rng.randrange(0, 4))
+        plain.transaction(lc, sn, ts, events)
+        packed.transaction(lc, sn, ts, events, compress=True)
+    paths = [os.path.join(directory, f"mysql-{n}.{kind}.000001") for kind in ("plain", "zstd")]
+    for path, w in zip(paths, (plain, packed)):
+        with open(path, "wb") as fh:
+            fh.write(w.data)
+    schema = os.path.join(directory, "mysql-compressed-schema.sql")
+    with open(schema, "w") as fh:
+        fh.write(COMPRESSED_SCHEMA)
+    return paths[0], paths[1], schema
+
+
+def _compressed_row(n: int, directory: str, log, runs: int = 3) -> dict:
+    """Section 7: the reader on compressed transactions against the same ones plain."""
+    from .importers import import_binlog
+    log(f"writing {n} MySQL transactions plain and compressed (section 7)")
+    plain, packed, schema = _compressed_files(n, directory)
+    outs = {p: os.path.join(directory, os.path.basename(p) + ".jsonl") for p in (plain, packed)}
+    best: dict = {}
+    for _ in range(max(1, runs)):
+        for path in (plain, packed):
+            gc.collect()
+            t0, c0 = time.perf_counter(), time.process_time()
+            import_binlog([path], outs[path], schema=schema, progress=False)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            prev = best.get(path, (wall, cpu))
+            best[path] = (min(prev[0], wall), min(prev[1], cpu))
+    strip = ("events", "bytes")
+    alike = [{k: v for k, v in t.to_json().items() if k not in strip}
+             for t in load_trace(outs[plain])] == \
+        [{k: v for k, v in t.to_json().items() if k not in strip} for t in load_trace(outs[packed])]
+    (pw, pc), (zw, zc) = best[plain], best[packed]
+    sizes = os.path.getsize(plain), os.path.getsize(packed)
+    print(f"compressed transactions: {n} MySQL 8.0 UPDATEs, plain {sizes[0] / 1e6:.1f} MB, "
+          f"zstd {sizes[1] / 1e6:.1f} MB; best of {runs} each: plain {n / pc:,.0f} txn/s CPU "
+          f"({n / pw:,.0f} wall), compressed {n / zc:,.0f} txn/s CPU ({n / zw:,.0f} wall): "
+          f"compressed / plain = {pc / zc:.2f}x CPU, {pw / zw:.2f}x wall; traces alike but for "
+          f"events and bytes: {'yes' if alike else 'NO'}")
+    return {"transactions": n, "plain_bytes": sizes[0], "compressed_bytes": sizes[1],
+            "plain_cpu_seconds": round(pc, 3), "compressed_cpu_seconds": round(zc, 3),
+            "plain_seconds": round(pw, 3), "compressed_seconds": round(zw, 3),
+            "ratio_cpu": round(pc / zc, 3), "ratio_wall": round(pw / zw, 3), "alike": alike}
+
+
 def _median(xs):
     return sorted(xs)[len(xs) // 2]
 
@@ -204,6 +285,9 @@ def main(argv=None) -> int:
                          "alternating, and compare the fastest of each (default 3)")
     ap.add_argument("--load-runs", type=int, default=3,
                     help="time the trace load this many times; the median is reported (default 3)")
+    ap.add_argument("--compressed", type=int, default=100_000, metavar="N",
+                    help="time the reader on N compressed MySQL transactions against the same "
+                         "ones plain (section 7; 0: skip)")
     ap.add_argument("--reference-slice", type=int, default=20_000,
                     help="transactions the reference engine runs for its rate (default 20000)")
     ap.add_argument("--only-io", action="store_true",
@@ -229,6 +313,8 @@ def main(argv=None) -> int:
     imported = _import_rows(args.binlog, args.schema, args.dir, log,
                             text=not args.no_text_import,
                             runs=args.import_runs) if args.binlog else None
+    compressed = _compressed_row(args.compressed, args.dir, log, args.import_runs) \
+        if args.compressed else None
     path = ensure_trace(args.transactions, args.dir, log)
     loads, col_loads = [], []
     for i in range(args.load_runs):
@@ -259,7 +345,8 @@ def main(argv=None) -> int:
     if args.only_io:
         if args.json:
             with open(args.json, "w") as fh:
-                json.dump({"transactions": n, **load_json, "import": imported}, fh, indent=2)
+                json.dump({"transactions": n, **load_json, "import": imported,
+                           "compressed": compressed}, fh, indent=2)
         return 0
     ref_slice = trace.txns[:args.reference_slice]
     print(f"\nprofile: {profile.name}; compiled core; target: each run >= {TARGET_TPS:,} txn/s "
@@ -317,7 +404,8 @@ def main(argv=None) -> int:
           f"flight)")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"transactions": n, **load_json, "import": imported, "runs": rows,
+            json.dump({"transactions": n, **load_json, "import": imported,
+                       "compressed": compressed, "runs": rows,
                        "growth_w": growth_w, "growth_n": growth_n,
                        "run_python_peak_bytes": peak}, fh, indent=2)
     return 0

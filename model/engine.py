@@ -12,8 +12,10 @@ and the same metrics.
 the transactions come with their columns (`columnar.ColumnarTxns`), the sink is a plain
 `RunMetrics`, and the run is one the core has (`unsupported` says why not otherwise). Runs the
 core does not have go to the reference, whatever the engine: the tracker bugs, `victim_wakeup_lost` and `ticket_overflow`, a MySQL trace with
-`replica_locks`, a schedule observer (`log=`), and any scheduler the core does not know (the
-certification-based schedulers, reference-only).
+`replica_locks`, a schedule observer (`log=`), a run that needs row keys on a trace that names
+tables whose keys are unknown (the reference's guard stops it with the tables' names,
+model/keys.py), and any scheduler the core does not know (the certification-based schedulers,
+reference-only).
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ import dataclasses
 import os
 
 import numpy as np
+
+from .keys import KEY_APPLIERS, KEY_TRACKERS
 
 ENGINES = ("compiled", "reference")
 # What a run uses when nobody says: the compiled core where it exists. COMMITSCHED_ENGINE
@@ -96,6 +100,9 @@ def unsupported(sched, columns, bugs=frozenset(), tracker_options=None,
             return f"applier {sched.applier} is reference-only"
         if sched.applier == "mysql" and columns.replica_locks:
             return "replica_locks (commit-order deadlocks) are reference-only"
+        if columns.keys_unknown and (sched.tracker in KEY_TRACKERS
+                                     or sched.applier in KEY_APPLIERS):
+            return "keys unknown: the reference's guard names the tables (model/keys.py)"
     extra = frozenset(bugs) - COMPILED_BUGS
     if extra:
         return f"bug(s) {', '.join(sorted(extra))} are reference-only"

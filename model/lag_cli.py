@@ -27,7 +27,7 @@ def cmd_lag(args) -> int:
     bugs = _bugs(args)
     started = time.monotonic()
     with opened("lag", args.trace, schema=args.schema, skip_bad=args.skip_bad,
-                quiet=args.quiet) as inp:
+                quiet=args.quiet, schema_from=args.schema_from) as inp:
         return _lag(args, inp, profile, bugs, started)
 
 

@@ -11,6 +11,7 @@ from typing import Callable, Iterable
 
 from . import engine as engine_mod
 from . import trackers as trackers_mod
+from .keys import guard as keys_guard, needs_keys
 from .applier_mariadb import MARIADB_BUGS, MODES, simulate_mariadb
 from .applier_galera import GALERA_BUGS, simulate_galera
 from .applier_gr import GR_BUGS, simulate_group_replication
@@ -146,6 +147,8 @@ def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, prof
             return out["blocked"]
     if scheduler.is_serial:
         return simulate_serial(txns, profile, sink, arrival)
+    if needs_keys(scheduler):             # a trace imported without keys cannot feed it
+        txns = keys_guard(txns, scheduler.name)
     applier_bugs = frozenset(bugs) & APPLIER_BUGS
     tracker_bugs = frozenset(bugs) - APPLIER_BUGS
     try:

@@ -78,7 +78,7 @@ def cmd_report(args) -> int:
     profile = _profile(args)
     bugs = _bugs(args)
     with opened("report", args.trace, schema=args.schema, skip_bad=args.skip_bad,
-                quiet=args.quiet) as inp:
+                quiet=args.quiet, schema_from=args.schema_from) as inp:
         return _report(args, inp, profile, bugs, started)
 
 
@@ -101,7 +101,8 @@ def _report(args, inp, profile, bugs, started: float) -> int:
                           applier_options=_applier_options(args), bugs=bugs,
                           whatif=not args.no_whatif, progress=progress,
                           jobs=default_jobs(args.jobs), whatif_sample=args.whatif_sample,
-                          cluster=not args.no_cluster)
+                          cluster=not args.no_cluster,
+                          schedulers_given=bool(args.scheduler))
     if mysql is not None:
         report.data["mysql"] = dict(mysql.to_json(), origin=args.mysql_origin,
                                     text=mysql.describe())

@@ -360,6 +360,8 @@ def html_page(report: Report, figs: dict, *, title: str | None = None, nav: str 
     if d.get("mysql"):
         out.insert(-1, f"<p class=\"note\">{esc(d['mysql']['text'])} (version from "
                        f"{esc(d['mysql']['origin'])})</p>")
+    if d.get("keys"):
+        out.insert(-1, f"<p class=\"note\">{esc(d['keys']['text'])}.</p>")
     if d.get("skipped"):
         out.insert(-1, "<p class=\"note\">Not run (the trace cannot feed them): " + "; ".join(
             f"<code>{esc(n)}</code>: {esc(why)}" for n, why in d["skipped"].items()) + "</p>")
@@ -428,6 +430,8 @@ def markdown_page(report: Report, figs: dict) -> str:
            f"{profile_text(prof)} Times are µs of simulated replica time.", ""]
     if d.get("mysql"):
         out += [f"{d['mysql']['text']} (version from {d['mysql']['origin']})", ""]
+    if d.get("keys"):
+        out += [d["keys"]["text"] + ".", ""]
     if d.get("skipped"):
         out += ["Not run (the trace cannot feed them): " + "; ".join(
             f"`{n}`: {why}" for n, why in d["skipped"].items()), ""]

@@ -507,6 +507,8 @@ impl ColumnLoader {
         d.set_item("s_off", bytes_of(py, &std::mem::take(&mut l.s_off)))?;
         d.set_item("s_ids", bytes_of(py, &std::mem::take(&mut l.s_ids)))?;
         d.set_item("replica_locks", l.replica_locks)?;
+        d.set_item("keys_unknown", l.keys_unknown)?;
+        d.set_item("marked", l.marked)?;
         d.set_item("keys", PyList::new_bound(py, &l.keys))?;
         let mut schemas = vec![String::new(); l.schema_ids.len()];
         for (name, &id) in &l.schema_ids {
