@@ -42,6 +42,16 @@ def configurations(args) -> list:
     return out
 
 
+def _need_keys(txns, what: str) -> None:
+    """Certification is made from the row keys: a trace imported without them is refused in
+    one line naming the tables (model/keys.py)."""
+    from .cli import UsageError
+    from .keys import scan, unknown_message
+    unknown = scan(txns).unknown
+    if unknown:
+        raise UsageError(unknown_message(unknown, what))
+
+
 def cmd_cluster(args) -> int:
     from .certification_throughput import ClusterError, get_profile, sustained
     from .cli import UsageError, _emit
@@ -54,6 +64,7 @@ def cmd_cluster(args) -> int:
         raise UsageError(str(e)) from None
     progress(f"reading {args.trace}")
     txns = load_trace(args.trace).txns
+    _need_keys(txns, "cluster")
     if not txns:
         raise UsageError(f"{args.trace}: the trace has no transaction")
     rows = []
@@ -107,6 +118,7 @@ def cmd_cluster_lag(args) -> int:
     path = args.trace[0]
     progress(f"reading {path}")
     txns = load_trace(path).txns
+    _need_keys(txns, f"lag --system {args.system}")
     try:
         times = source_times(txns).times
     except ReplayError as e:

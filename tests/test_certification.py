@@ -289,3 +289,26 @@ def test_the_compiled_engine_leaves_the_cluster_schedulers_to_the_reference():
             run_scheduler(name, trace.txns(), 4, get_profile("durable"), m, engine=eng)
             got[eng] = (m.makespan, m.count, m.transactions)
         assert got["compiled"] == got["reference"]
+
+
+def test_a_trace_without_keys_is_refused_in_one_line(tmp_path, capsys):
+    """Certification is made from the row keys: a binlog imported with no schema (trace format
+    version 2's keys_unknown) cannot feed it, and every way in says so in one line."""
+    import os
+
+    from commitsched.importers import import_binlog
+    from commitsched.keys import needs_keys
+    from commitsched.report.cluster_section import cluster_section
+    fix = os.path.join(os.path.dirname(__file__), "fixtures", "binlog")
+    bare = str(tmp_path / "bare.jsonl")
+    import_binlog([os.path.join(fix, "mariadb_no_metadata.txt")], bare)
+    assert needs_keys("certification+galera") and needs_keys("certification+group_replication")
+    for argv in (["score", bare, "--scheduler", "certification+galera", "--workers", "2"],
+                 ["cluster", bare, "--rate", "100", "--seconds", "0.2"],
+                 ["lag", bare, "--system", "galera"]):
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1, (argv, err)
+        assert "keys unknown for tables sbtest.sbtest1, sbtest.sbtest2" in err, (argv, err)
+    section = cluster_section(load_trace(bare))
+    assert section["skipped"].startswith("certification clusters: keys unknown for tables")

@@ -35,6 +35,11 @@ def cluster_section(trace, profile=None, workers=(), profile_name: str = "galera
         prof = get_profile(profile_name)
     except ClusterError as e:
         return {"skipped": str(e), "member_scores": scores}
+    from ..keys import missing_keys, unknown_message
+    unknown = missing_keys(trace).unknown
+    if unknown:             # certification is made from the row keys
+        return {"skipped": unknown_message(unknown, "certification clusters"),
+                "member_scores": scores}
     txns = list(islice(trace.txns(), SAMPLE))
     if not txns:
         return {"skipped": "the trace has no transaction", "member_scores": scores}
