@@ -9,8 +9,10 @@ One transaction's life (`Cluster`):
 2. the client's CPU (`client_cpu`, half now, half when the commit returns) and the origin's
    execution of its statements (`origin_cpu` less the certification and commit parts) run on
    the machine's cores (`simcore.CpuPool`, one pool for every process of the machine);
-3. it is replicated: it waits while flow control holds the group (Galera: STOPs outnumber CONTs;
-   Group Replication: the period's quota is used up), then joins the next round of the group
+3. it is replicated: it waits while flow control holds the group (Galera: STOPs outnumber CONTs
+   delivered, each STOP and CONT a group message that takes `fc_rtt` to arrive, the writers going
+   on while a STOP travels and paused while a CONT does; Group Replication: the period's quota
+   is used up), then joins the next round of the group
    channel: a round takes `rtt` and carries every write-set that was waiting when it began
    (the group communication batches as a group commit does; `simcore.CommitStage`, unordered);
 4. every member certifies it in the total order, one at a time (the local monitor / the
@@ -84,6 +86,10 @@ class ClusterProfile:
     cert_share: float = 0.05     # of a member's CPU per write-set: certification (serial)
     commit_share: float = 0.20   # of a member's CPU per write-set: its commit (serial, in order)
     rtt: float = 150.0           # a round of the group channel
+    # A flow-control message's trip through the group (gcs_send_fc_event: an ordinary group
+    # message, total-ordered); None: `rtt`. Measured as the mean wsrep_evs_repl_latency of the
+    # members that send nothing but flow control and their own reports (docs/certification.md).
+    fc_rtt: float | None = None
     fsync: float = 0.0           # device time of one flush
     fsync_cpu: float = 0.0       # CPU of one flush
     machine: str = ""
@@ -232,6 +238,8 @@ class _Member:
         self.incoming.append(ws)
         if ws.origin != self.i and self.galera:
             self.recv_q += 1
+            if self.recv_q > self.cl.queue_max:
+                self.cl.queue_max = self.recv_q
             self.cl.fc_on_deliver(self, now)
         self.pump(now)
 
@@ -431,6 +439,7 @@ class Cluster:
                 "offered_tps": None if rate is None else self.arrived_in_window / seconds,
                 "queues_end": [m.queue for m in self.members], "errors": self.errors,
                 "fc_paused": self.paused_total / hi if hi else 0.0,
+                "fc_stops": self.fc_sent[1], "queue_max": self.queue_max,
                 "latency_avg_ms": (self.latency_sum / self.done_in_window / 1000
                                    if self.done_in_window else None)}
 
@@ -497,6 +506,8 @@ class Cluster:
         self.fc_lower, self.fc_upper = galera_limits(cfg.fc_limit, cfg.fc_factor, cfg.members)
         self.quota = self.quota_used = 0
         self.paused_since, self.paused_total = None, 0.0
+        self.fc_sent = [0, 0]                          # CONTs, STOPs sent
+        self.queue_max = 0
         self.blocked: deque[_Ws] = deque()
         self.locks: list[dict] = [{} for _ in range(cfg.members)]   # per member: key -> holder
         self.lock_waiters: dict[int, list] = {}
@@ -660,7 +671,12 @@ class Cluster:
             self._fc_send(-1, now)
 
     def _fc_send(self, delta: int, now: float) -> None:
-        heapq.heappush(self.heap, (now + self.prof.rtt, next(self.counter), FC_MSG, delta))
+        """A STOP (+1) or CONT (-1) goes through the group as any message does: every member
+        counts it when it is delivered, a trip of `fc_rtt` after it was sent; meanwhile the
+        writers go on (a STOP) or stay paused (a CONT)."""
+        self.fc_sent[delta > 0] += 1
+        trip = self.prof.rtt if self.prof.fc_rtt is None else self.prof.fc_rtt
+        heapq.heappush(self.heap, (now + trip, next(self.counter), FC_MSG, delta))
 
     def _fc_delivered(self, payload, now: float) -> None:
         if isinstance(payload, _Member):             # bug fc_stop_mark_late: marked now

@@ -201,6 +201,20 @@ def test_cluster_keeps_up_below_capacity_and_not_above():
     assert high["fc_paused"] > 0.1           # flow control held the writer
 
 
+def test_flow_control_messages_take_their_trip():
+    """A STOP travels `fc_rtt` before the writers stop (they go on sending meanwhile, so the
+    queue passes the upper limit by more) and a CONT as long before they resume (with a lower
+    limit of 3 write-sets the appliers run dry meanwhile: throughput is lost); the default is
+    the channel's round."""
+    cfg = ClusterConfig(workers=1, fc_limit=2)
+    quick = Cluster(_workload(), cfg, _profile()).run(None, 1.0, 0.2)
+    slow = Cluster(_workload(), cfg, _profile(fc_rtt=10_000)).run(None, 1.0, 0.2)
+    upper = fc.galera_limits(2, 1.0, 3)[1]
+    assert quick["fc_stops"] > 0 and slow["fc_stops"] > 0
+    assert quick["queue_max"] > upper and slow["queue_max"] > quick["queue_max"]
+    assert slow["tps"] < 0.95 * quick["tps"]
+
+
 def test_sustained_follows_the_cpu_or_the_disk():
     """A relaxed cluster on 2 shared cores is CPU-bound: halving every CPU term nearly doubles
     its sustained rate. A durable one also waits for its flushes (one disk, one flush at a
