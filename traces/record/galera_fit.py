@@ -12,6 +12,9 @@ every measured configuration against what was measured (docs/certification.md).
    - `fsync`, `fsync_cpu`: the disk probe (galera_measure.py fsync);
    - `rtt`: the smallest `wsrep_evs_repl_latency` the calibration configuration saw (the
      group channel's round trip without queueing);
+   - `fc_rtt`: a flow-control message's trip through the group, the mean
+     `wsrep_evs_repl_latency` of the members that do not write (what they send is their flow
+     control and their own reports) at that step;
    - `cpu_scale`, the one term fitted: the factor on every CPU term for which the simulation
      reproduces that configuration's sustained throughput (the measured CPU per transaction
      misses what the machine loses to contention: cache misses, the kernel's scheduling).
@@ -106,9 +109,12 @@ def read_profile(steps: list[dict], configs: list[dict], fsync: dict, name: str)
     apply = statistics.mean(cpu[i] - flushes_per_txn(i) * fsync_cpu for i in (1, 2))
     rtt = min(float(n["wsrep_evs_repl_latency"].split("/")[0]) for s in mine
               for n in s["nodes"] if n.get("wsrep_evs_repl_latency")) * 1e6
+    fc_rtt = statistics.mean(float(n["wsrep_evs_repl_latency"].split("/")[1])
+                             for n in best["nodes"][1:]) * 1e6
     prof = ClusterProfile(
         name="galera-2core", cores=2, client_cpu=round(best["client_cpu"] / tx * 1e6, 1),
         origin_cpu=round(origin, 1), apply_cpu=round(apply, 1), rtt=round(rtt, 1),
+        fc_rtt=round(fc_rtt, 1),
         fsync=fsync["median_us"], fsync_cpu=fsync_cpu,
         machine="this project's shared 2-core VM (AMD EPYC, ext4 on a virtual disk), "
                 "3 MariaDB 10.11 Galera 4 nodes and sysbench on the same 2 cores",
@@ -168,16 +174,38 @@ def main(argv=None) -> int:
     measured = {n: statistics.mean(r["sustained"] for r in rs) for n, rs in rounds(configs).items()}
     probes = statistics.mean(r["tps_unthrottled"] for r in rounds(configs)[a.calibrate])
     target = probes if a.calibrate_on == "unthrottled" else measured[a.calibrate]
-    k = fit_scale(txns, prof, config_of(a.calibrate), target, log, a.calibrate_on)
-    prof = replace(prof, fitted_from={**prof.fitted_from, "cpu_scale": k,
-                                      "cpu_scale_fitted_to": f"{a.calibrate_on} "
-                                                              f"{target:.1f} tps (mean of rounds)"})
-    fitted = scaled(prof, k)
-    fitted = replace(fitted, fitted_from=prof.fitted_from)
+    # The model, and its ablation: the same fit with flow control's messages as fast as the
+    # channel's quickest round (fc_rtt = rtt, the model before the flow-control trip).
+    variants = [("model", prof), ("ablation", replace(prof, fc_rtt=None))]
+    fits, rows = {}, {}
+    for tag, base_prof in variants:
+        log(f"{tag}: fitting cpu_scale")
+        k = fit_scale(txns, base_prof, config_of(a.calibrate), target, log, a.calibrate_on)
+        fitted = replace(scaled(base_prof, k), fitted_from={
+            **base_prof.fitted_from, "cpu_scale": k,
+            "cpu_scale_fitted_to": f"{a.calibrate_on} {target:.1f} tps (mean of rounds)"})
+        fits[tag] = fitted
+        rows[tag] = predict(txns, configs, fitted, measured, a.calibrate, log)
     with open(a.profiles, "w") as f:
-        json.dump({"profiles": [fitted.to_json()]}, f, indent=1)
+        json.dump({"profiles": [fits["model"].to_json()]}, f, indent=1)
         f.write("\n")
-    base = measured[a.calibrate]
+    with open(os.path.join(a.dir, "fidelity.json"), "w") as f:
+        json.dump({"profile": fits["model"].to_json(), "rows": rows["model"],
+                   "ablation": {"what": "fc_rtt = rtt (flow control's trip as the channel's "
+                                        "quickest round)",
+                                "profile": fits["ablation"].to_json(),
+                                "rows": rows["ablation"]}}, f, indent=1)
+    text = fidelity_md(fits["model"], rows["model"], a.calibrate, a.calibrate_on,
+                       ablation=(fits["ablation"], rows["ablation"]))
+    with open(os.path.join(a.dir, "fidelity.md"), "w") as f:
+        f.write(text)
+    print(text)
+    return 0
+
+
+def predict(txns, configs, fitted: ClusterProfile, measured: dict, calib: str, log) -> list:
+    """Every measured configuration predicted with `fitted`, beside the constant guess."""
+    base = measured[calib]
     out = []
     for name, rs in rounds(configs).items():
         pred = sustained(txns, config_of(name), fitted, seconds=SECONDS, warmup=WARMUP)
@@ -189,22 +217,17 @@ def main(argv=None) -> int:
                     "predicted": round(pred.sustained, 1), "predicted_next_rate":
                     round(pred.next_rate, 1), "error": round(err, 4),
                     "baseline": round(base, 1), "baseline_error": round(berr, 4),
-                    "calibration": name == a.calibrate,
+                    "calibration": name == calib,
                     "unthrottled_measured": round(statistics.mean(r["tps_unthrottled"]
                                                                   for r in rs), 1),
                     "unthrottled_predicted": round(pred.unthrottled, 1)})
         log(f"{name}: measured {m:.0f} {out[-1]['rounds']}, predicted {pred.sustained:.0f} "
             f"({err:+.1%}; constant {berr:+.1%})")
-    with open(os.path.join(a.dir, "fidelity.json"), "w") as f:
-        json.dump({"profile": fitted.to_json(), "rows": out}, f, indent=1)
-    text = fidelity_md(fitted, out, a.calibrate, a.calibrate_on)
-    with open(os.path.join(a.dir, "fidelity.md"), "w") as f:
-        f.write(text)
-    print(text)
-    return 0
+    return out
 
 
-def fidelity_md(prof: ClusterProfile, rows: list[dict], calib: str, on: str) -> str:
+def fidelity_md(prof: ClusterProfile, rows: list[dict], calib: str, on: str,
+                ablation: tuple | None = None) -> str:
     held = [r for r in rows if not r["calibration"]]
     med = lambda xs: statistics.median(xs) if xs else float("nan")
 
@@ -236,7 +259,22 @@ def fidelity_md(prof: ClusterProfile, rows: list[dict], calib: str, on: str) -> 
               f"Profile `{prof.name}`: client {prof.client_cpu:.0f} µs, origin "
               f"{prof.origin_cpu:.0f} µs, apply {prof.apply_cpu:.0f} µs of CPU per transaction "
               f"(cpu_scale {prof.fitted_from.get('cpu_scale')} included), rtt {prof.rtt:.0f} µs, "
-              f"fsync {prof.fsync:.0f} µs ({prof.fsync_cpu:.0f} µs CPU), {prof.cores} cores."]
+              f"fsync {prof.fsync:.0f} µs ({prof.fsync_cpu:.0f} µs CPU), {prof.cores} cores, "
+              f"flow-control trip {prof.fc_rtt if prof.fc_rtt is not None else prof.rtt:.0f} µs."]
+    if ablation:
+        aprof, arows = ablation
+        aheld = [r for r in arows if not r["calibration"]]
+        lines += ["", "| held out: median of \\|error\\| | model | ablation: flow control's "
+                  "trip = rtt | constant guess |", "|---|---|---|---|",
+                  f"| {len(held)} configurations | "
+                  f"{med([abs(r['error']) for r in held]):.1%} (cpu_scale "
+                  f"{prof.fitted_from.get('cpu_scale')}) | "
+                  f"{med([abs(r['error']) for r in aheld]):.1%} (cpu_scale "
+                  f"{aprof.fitted_from.get('cpu_scale')}) | "
+                  f"{med([abs(r['baseline_error']) for r in held]):.1%} |",
+                  "", "The ablation, configuration by configuration (predicted, error): "
+                  + "; ".join(f"`{r['config']}` {r['predicted']:.0f} ({r['error']:+.1%})"
+                              for r in arows) + "."]
     return "\n".join(lines) + "\n"
 
 
