@@ -268,6 +268,14 @@ def test_report_cluster_section_scores_both_schedulers_and_searches_every_cell(m
     assert body[0][1] == f"{want[('certification+galera', 2)]:.2f}"
 
 
+def test_report_has_the_cluster_section_only_when_asked(capsys):
+    """`report --certification` adds it (a few seconds on any trace, and whole-trace scoring
+    with two reference-only schedulers): without the flag there is none."""
+    import json
+    assert main(["report", EXAMPLE, "--json", "--workers", "1,2", "--no-whatif"]) == 0
+    assert "cluster" not in json.loads(capsys.readouterr().out)
+
+
 
 @pytest.mark.parametrize("path", sorted(str(p) for p in
                                         __import__("pathlib").Path("traces/examples").glob(
