@@ -43,7 +43,7 @@ help:
 	@echo "make galera-measure  measure a 3-node Galera cluster's sustained throughput, 12 configurations"
 	@echo "                (~50 min, in 3 pieces, each under /work/bin/measure-style exclusive use)"
 	@echo "make galera-fit      the cluster profile from the measurements, and predicted against"
-	@echo "                measured for every configuration (~4 min)"
+	@echo "                measured for every configuration, and its ablation (~5 min)"
 
 setup: python-deps java tlc-jar graphviz mariadb-client
 	@echo "setup complete"
