@@ -17,7 +17,7 @@ renamed); a cache that cannot be written is skipped, never an error.
 Where: `$COMMITSCHED_CACHE` (a directory; `off` for none), else
 `$XDG_CACHE_HOME/commitsched/columns`, else `~/.cache/commitsched/columns`; one entry per
 trace path (a newer load of the same path replaces it). Files under `MIN_BYTES` are not cached
-(they load in milliseconds).
+(they load in milliseconds), nor the temporary trace of binlogs imported on the fly.
 """
 from __future__ import annotations
 
@@ -67,6 +67,15 @@ def _code_stamp() -> list:
 def _entry(path: str, directory: str) -> str:
     key = hashlib.sha1(os.path.realpath(path).encode("utf-8", "surrogateescape")).hexdigest()
     return os.path.join(directory, key + ".cols")
+
+
+def _temporary(path: str) -> bool:
+    """A trace imported on the fly from binlogs (model/inputs.py): removed when the command
+    ends, so an entry for it would only take space."""
+    from .inputs import IMPORT_DIR_PREFIX
+    parent = os.path.dirname(os.path.realpath(path))
+    return (os.path.basename(parent).startswith(IMPORT_DIR_PREFIX)
+            and os.path.dirname(parent) == os.path.realpath(tempfile.gettempdir()))
 
 
 def _identity(path: str) -> dict | None:
@@ -137,7 +146,7 @@ def store(path: str, source: dict, cols, ident: dict | None) -> None:
     nothing when the cache is off, the file small or changed since, or nothing can be
     written."""
     directory = cache_dir()
-    if directory is None or ident is None or ident["size"] < MIN_BYTES:
+    if directory is None or ident is None or ident["size"] < MIN_BYTES or _temporary(path):
         return
     try:
         st = os.stat(path)

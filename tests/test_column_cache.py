@@ -110,3 +110,15 @@ def test_off_writes_nothing(tmp_path, monkeypatch):
     _write(path)
     columnar.load_columns(str(path))
     assert not (tmp_path / "xdg").exists()
+
+
+def test_a_trace_imported_on_the_fly_is_not_cached(tmp_path, cache, monkeypatch):
+    import tempfile
+
+    from commitsched.inputs import IMPORT_DIR_PREFIX
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    tmp = tempfile.mkdtemp(prefix=IMPORT_DIR_PREFIX)
+    path = os.path.join(tmp, "binlog.000001.jsonl.gz")
+    _write(path)
+    columnar.load_columns(path)
+    assert not cache.exists()
