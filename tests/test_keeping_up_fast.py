@@ -14,6 +14,13 @@ from commitsched.replay import Replayer, source_times
 from commitsched.trace import load_trace
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
+
+
+@pytest.fixture(autouse=True)
+def compiled(monkeypatch):
+    """The compiled engine, whatever an earlier test left as the default."""
+    from commitsched import engine
+    monkeypatch.setattr(engine, "_default", "compiled")
 TRACES = ("recorded/oltp_read_write_t8.jsonl.gz", "examples/oltp_rw_8clients.jsonl.gz")
 
 
