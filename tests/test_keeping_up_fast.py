@@ -72,10 +72,11 @@ def test_fast_keeps_up_and_headroom_are_the_plain_ones(path, scheduler, workers,
 
 
 def test_the_report_takes_a_picks_headroom_from_its_lag_search():
-    """The section's headroom table, with the picks' rows taken from their lag tasks, is the
-    table of a search per row."""
+    """The section's headroom table, with the picks' rows taken from their lag tasks and the
+    closed backlog's makespan from the sweep, is the table of a plain search per row."""
     from commitsched.report import keeping_up
     from commitsched.report.tasks import Tasks
+    from commitsched.scoring import score_trace
 
     txns, columns = _trace(TRACES[0])
 
@@ -84,10 +85,14 @@ def test_the_report_takes_a_picks_headroom_from_its_lag_search():
 
     profile = get_profile("replica16")
     picks = [("commit_id+mariadb_conservative", 4), ("writeset+mysql", 4)]
+    kept: dict = {}             # the sweep's closed runs, as the report hands them over
+    score_trace(trace, [n for n, _ in picks], [1, 2, 4, 8], profile, keep=kept)
+    assert all((n, w) in kept for n, _ in picks for w in (1, 2, 4, 8))
     tasks = Tasks()
     planned = keeping_up.plan(tasks, trace, profile, picks, [1, 2, 4, 8],
                               tracker_options=lambda t: {}, applier_options={},
-                              bugs=frozenset(), sample=None)
+                              bugs=frozenset(), sample=None,
+                              closed={k: m.makespan for k, (m, _) in kept.items()})
     assert not any(key[0] == "headroom" and key[1:] in picks for key, _, _ in tasks.items)
     got = keeping_up.assemble(planned, tasks.run(1, lambda s: None, "keeping up"))
     times = source_times(txns)

@@ -404,7 +404,9 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     planned_lag = keeping_up.plan(tasks, trace, profile, lag_picks, workers,
                                   tracker_options=tracker_options,
                                   applier_options=applier_options, bugs=bugs,
-                                  sample=whatif_sample) if lag_picks else None
+                                  sample=whatif_sample,
+                                  closed={key: m.makespan for key, (m, _) in kept.items()
+                                          if key[0] != "serial"}) if lag_picks else None
     blamed = picks[-1] if picks else None   # the server default when it differs from the best
     if blamed:
         name, w, _ = blamed

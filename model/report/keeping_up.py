@@ -17,9 +17,12 @@ from .whatif import sample_window
 
 
 def plan(tasks: Tasks, trace, profile, picks: list[tuple[str, int]], workers, *,
-         tracker_options, applier_options, bugs, sample: int | None) -> dict | None:
+         tracker_options, applier_options, bugs, sample: int | None,
+         closed: dict | None = None) -> dict | None:
     """Add the section's runs to `tasks`; None (and nothing planned) with the reason when the
-    trace has no source commit times."""
+    trace has no source commit times. `closed`: the makespan of the sweep's run of (scheduler,
+    W) over the whole trace with the same options, which is the closed backlog a headroom
+    search starts from (`Replayer.closed_makespan`): taken, not run again."""
     try:
         times = source_times(trace.txns())
     except ReplayError as e:
@@ -42,9 +45,10 @@ def plan(tasks: Tasks, trace, profile, picks: list[tuple[str, int]], workers, *,
             rows.append((name, w))
             if window is None and (name, w) in picks:
                 continue        # the same search as the lag task's (`lag_one`): taken from it
+            known = (closed or {}).get((name, w)) if window is None else None
             tasks.add(("headroom", name, w), f"headroom {name} W={w}",
-                      lambda name=name, w=w: _guard(lambda: Replayer(
-                          head_trace.txns, head_times, name, w, profile,
+                      lambda name=name, w=w, known=known: _guard(lambda: Replayer(
+                          head_trace.txns, head_times, name, w, profile, _closed=known,
                           **opts(name)).headroom()))
     return {"times": times, "picks": picks, "sample": window, "headroom_rows": rows}
 
