@@ -102,3 +102,22 @@ def test_the_report_takes_a_picks_headroom_from_its_lag_search():
             h, bound = PlainReplayer(trace.txns, times, name, w, profile).headroom()
             want.append({"workers": w, "headroom": round(h, 3), "is_bound": bound})
         assert got["headroom"][name] == want
+
+
+@pytest.mark.parametrize("lo,hi", [(150, 189), (1, 40), (380, 460), (500, 600)])
+def test_a_seq_window_fed_only_its_range_gets_the_records_of_the_reference(lo, hi, monkeypatch):
+    """The report's second schedule window (`seq_window`) is handed only its seqs by the
+    compiled engine: the same records as the reference's whole run gives it."""
+    from commitsched import engine
+    from commitsched.report.tasks import seq_window
+    txns, columns = _trace(TRACES[0])
+    trace = SimpleNamespace(count=len(txns),
+                            txns=lambda: ColumnarTxns(columns, lambda: iter(txns)))
+    got = {}
+    for name in ("reference", "compiled"):
+        monkeypatch.setattr(engine, "_default", name)
+        got[name] = [(r.seq, r.worker, r.dispatch, r.start, r.exec_end, r.ready, r.commit,
+                      r.retries, r.wasted, r.spec_wait, r.dep) for r in seq_window(
+            trace, "commit_id+mariadb_optimistic", 4, get_profile("replica16"), {}, lo, hi)]
+    assert got["compiled"] == got["reference"]
+    assert len(got["compiled"]) == max(0, min(hi, 400) - lo + 1)
