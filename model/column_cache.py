@@ -152,6 +152,8 @@ def store(path: str, source: dict, cols, ident: dict | None) -> None:
         st = os.stat(path)
         if st.st_size != ident["size"] or st.st_mtime_ns != ident["mtime_ns"]:
             return                  # changed while it was loaded: not this content
+        # the arrays are written as they are (no copy: a 10M-transaction trace's columns are
+        # most of a sweep's memory), each at an offset aligned for its type
         specs, chunks, offset = {}, [], 0
         for name, a in cols.arrays.items():
             if a is None:
@@ -163,7 +165,7 @@ def store(path: str, source: dict, cols, ident: dict | None) -> None:
                 chunks.append(b"\0" * pad)
                 offset += pad
             specs[name] = [a.dtype.str, offset, int(a.size)]
-            chunks.append(a.tobytes())
+            chunks.append(memoryview(a).cast("B"))
             offset += a.nbytes
         head = json.dumps({"file": ident, "code": _code_stamp(), "n": cols.n,
                            "seq0": cols.seq0, "keys": cols.keys, "schemas": cols.schemas,
