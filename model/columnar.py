@@ -328,13 +328,19 @@ def load_columns(path: str) -> tuple[dict, Columns]:
     columns. The compiled core's loader reads the lines into the arrays with no Python object
     per transaction (`_load_compiled`); a file it refuses (any problem, or anything it is unsure
     of) is read by the Python loader, one decoded chunk of Txn objects at a time, which
-    accepts the same files with the same values and names the problem exactly."""
-    fast = _load_compiled(path)
-    if fast is not None:
-        return fast
-    from .trace import _open_batches
-    source, _, batches = _open_batches(path)
-    return source, from_batches(batches)
+    accepts the same files with the same values and names the problem exactly. A file loaded
+    before, unchanged since, is read back from the column cache (model/column_cache.py)."""
+    from . import column_cache
+    cached, ident = column_cache.load(path)
+    if cached is not None:
+        return cached
+    loaded = _load_compiled(path)
+    if loaded is None:
+        from .trace import _open_batches
+        source, _, batches = _open_batches(path)
+        loaded = source, from_batches(batches)
+    column_cache.store(path, loaded[0], loaded[1], ident)
+    return loaded
 
 
 _DTYPES = {"file": np.int64, "exec": np.float64, "commit": np.float64, "flags": np.uint8,

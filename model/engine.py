@@ -127,9 +127,10 @@ def arrival_array(columns, arrival) -> np.ndarray | None:
 
 
 def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker_options=None,
-             applier_options=None, arrival=None, schedule: bool = False) -> dict:
+             applier_options=None, arrival=None, schedule: bool = False, watch=()) -> dict:
     """One run in the core: a dict of RunMetrics' sums (count, busy, held, transactions,
-    makespan, retries, wasted), `blocked` by cause and, with `schedule`, the per-transaction
+    makespan, retries, wasted), `blocked` by cause, `watched`: the commit times of the
+    positions in `watch` (NaN: never committed) and, with `schedule`, the per-transaction
     arrays (dispatch, start, exec_end, commit: float64; worker: int32 from 1; retries_each).
     Raises SchedulerError (a tracker that cannot feed the trace) or simcore.Deadlock."""
     from .schedulers import SchedulerError
@@ -143,7 +144,7 @@ def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker
                              dict(tracker_options or {}), sched.applier or "serial", workers,
                              profile_terms(profile), opts,
                              sorted(frozenset(bugs) - TRACKER_BUGS),
-                             arrival_array(columns, arrival), schedule)
+                             arrival_array(columns, arrival), schedule, list(watch))
     except _core.TrackerUnfit as e:
         raise SchedulerError(str(e)) from None
     except _core.Deadlock as e:
@@ -184,17 +185,25 @@ def _dep_of(sched, out: dict, columns):
 def feed(sched, out: dict, txns, columns, profile, sink, arrival=None) -> None:
     """Hand a sink that takes its runs in seq order (`seq_order = True`: the report's window
     sinks, `collect`) the run records of a core run made with `schedule`, rebuilt from its
-    arrays (one at a time: the transactions are read as they are handed over)."""
+    arrays (one at a time: the transactions are read as they are handed over). A sink that
+    keeps only seqs lo..hi (`seq_range = (lo, hi)`) is handed only those."""
+    import itertools
+
     from .simcore import TxnRun
     dep_of = _dep_of(sched, out, columns)
+    start = 0
+    span = getattr(sink, "seq_range", None)
+    if span is not None:
+        start = max(0, span[0] - columns.seq0)
+        txns = itertools.islice(txns, start, max(start, span[1] - columns.seq0 + 1))
     names = ("dispatch", "start", "exec_end", "ready", "commit", "exec", "wasted_each", "worker",
              "retries_each", "spec_wait")
     arrivals = None if arrival is None else arrival_array(columns, arrival)
     commit_cost = profile.commit_cost
     block = 1 << 16            # floats made a block at a time, not all at once
     cols: dict = {}
-    for i, txn in enumerate(txns):
-        j = i % block
+    for k, txn in enumerate(txns):
+        i, j = start + k, k % block
         if j == 0:
             cols = {k: out[k][i:i + block].tolist() for k in names}
             cols["arrival"] = (None if arrivals is None else arrivals[i:i + block].tolist())

@@ -24,6 +24,9 @@ from typing import Iterator, Sequence
 # Names that say "trace": an empty or unreadable file so named is left to the trace loader,
 # whose errors say what a trace should be.
 TRACE_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
+# The temporary directory of a trace imported on the fly (removed at the end: never cached,
+# model/column_cache.py).
+IMPORT_DIR_PREFIX = "commitsched-"
 SNIFF_BYTES = 4096
 
 
@@ -102,7 +105,7 @@ def opened(command: str, paths: Sequence[str], *, schema=None, skip_bad: bool = 
         yield Input(paths[0], paths[0])
         return
     from .importers import import_binlog, print_notes
-    tmp = tempfile.mkdtemp(prefix="commitsched-")
+    tmp = tempfile.mkdtemp(prefix=IMPORT_DIR_PREFIX)
     try:
         # gzip, as the documented `import -o X.jsonl.gz`: the same file, so `TraceSource`
         # makes the same hold-or-stream choice on it, and a tmpfs /tmp holds a tenth as much

@@ -395,6 +395,18 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     # pick, the blame, the what-ifs; then what needs their answers (the other window, at the
     # first one's seqs; the split what-if, of the blamed transactions). The longest first.
     tasks = Tasks()
+    # Keeping up first: the recommended configuration and the server default at the same
+    # workers (the schedule windows' picks), replayed as the trace arrived; its tasks are the
+    # longest (about ten replays each): added first, the what-ifs' single runs come last and
+    # even out the processes' ends, where a search left last could keep one process busy
+    # alone for its whole length
+    lag_picks = [(name, w) for name, w, _ in picks]
+    planned_lag = keeping_up.plan(tasks, trace, profile, lag_picks, workers,
+                                  tracker_options=tracker_options,
+                                  applier_options=applier_options, bugs=bugs,
+                                  sample=whatif_sample,
+                                  closed={key: m.makespan for key, (m, _) in kept.items()
+                                          if key[0] != "serial"}) if lag_picks else None
     blamed = picks[-1] if picks else None   # the server default when it differs from the best
     if blamed:
         name, w, _ = blamed
@@ -418,13 +430,6 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
         from .cluster_section import cluster_section
         tasks.add("cluster", "certification clusters",
                   lambda: cluster_section(trace, profile, workers))
-    # Keeping up: the recommended configuration and the server default at the same workers
-    # (the schedule windows' picks), replayed as the trace arrived
-    lag_picks = [(name, w) for name, w, _ in picks]
-    planned_lag = keeping_up.plan(tasks, trace, profile, lag_picks, workers,
-                                  tracker_options=tracker_options,
-                                  applier_options=applier_options, bugs=bugs,
-                                  sample=whatif_sample) if lag_picks else None
     done = tasks.run(jobs, progress, "windows, blame, what-ifs, keeping up")
     if cluster:
         data["cluster"] = done["cluster"]
