@@ -42,6 +42,10 @@ help:
 	@echo "make lag-check-c  campaign C of the real check: no CPU quota, the replica writing its own"
 	@echo "                binlog, a relaxed primary (~25 min); lag-check-c-report: its table in docs/lag.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
+	@echo "make galera-measure  measure a 3-node Galera cluster's sustained throughput, 12 configurations"
+	@echo "                (~50 min, in 3 pieces, each under /work/bin/measure-style exclusive use)"
+	@echo "make galera-fit      the cluster profile from the measurements, and predicted against"
+	@echo "                measured for every configuration, and its ablation (~5 min)"
 
 setup: python-deps java tlc-jar graphviz mariadb-client
 	@echo "setup complete"
@@ -211,6 +215,25 @@ lag-check-c-report: python-deps
 WORKLOAD ?= all
 record:
 	ONLY=$(filter-out all,$(WORKLOAD)) PYTHON=$(PY) bash traces/record/record_all.sh
+
+# Certification-based clusters (docs/certification.md): a real 3-node MariaDB Galera cluster on
+# 127.0.0.1 (ports 4400-4439), sysbench driven at rising rates, 12 configurations in 3 pieces of
+# about 17 minutes; then the cluster profile and the fidelity table. MEASURE: a wrapper that
+# gives the measurement the machine alone (this project's VM: /work/bin/measure), if any.
+GALERA_OUT ?= traces/calibration/galera
+MEASURE ?=
+.PHONY: galera-measure galera-fit
+galera-measure: python-deps
+	$(MEASURE) $(PY) traces/record/galera_measure.py fsync --out $(GALERA_OUT)
+	$(MEASURE) $(PY) traces/record/galera_measure.py run --out $(GALERA_OUT) --record-binlog \
+	  --configs t2-fc16-durable,t1-fc16-durable,t4-fc16-durable,t1-fc16-relaxed
+	$(MEASURE) $(PY) traces/record/galera_measure.py run --out $(GALERA_OUT) \
+	  --configs t2-fc16-relaxed,t4-fc16-relaxed,t1-fc10000-durable,t2-fc10000-durable
+	$(MEASURE) $(PY) traces/record/galera_measure.py run --out $(GALERA_OUT) \
+	  --configs t4-fc10000-durable,t1-fc10000-relaxed,t2-fc10000-relaxed,t4-fc10000-relaxed
+
+galera-fit: python-deps
+	$(PY) traces/record/galera_fit.py --dir $(GALERA_OUT)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

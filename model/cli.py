@@ -27,7 +27,8 @@ from .trace import TraceError, iter_trace, load_trace, open_trace, write_trace
 # `UsageError`) gets the one-line error treatment.
 PLUGIN_COMMANDS = ("commitsched.checks.bound_cli", "commitsched.report.cli",
                    "commitsched.checks.conformance_cli", "commitsched.blame_cli",
-                   "commitsched.lag_cli", "commitsched.calibrate_cli")
+                   "commitsched.lag_cli", "commitsched.calibrate_cli",
+                   "commitsched.cluster_cli")
 
 # Traces bigger than this are re-read for each run instead of held in memory.
 STREAM_ABOVE_BYTES = 64 * 1024 * 1024
@@ -373,8 +374,9 @@ def cmd_import(args) -> int:
 # ------------------------------------------------------------------ parser
 
 SCHEDULER_HELP = ("a scheduler: TRACKER+APPLIER or `serial`. Trackers: serial, database, "
-                  "commit_order, commit_id, writeset, writeset_session, slave_group_commit. "
-                  "Appliers: mysql, mariadb_conservative, mariadb_optimistic, mariadb_aggressive")
+                  "commit_order, commit_id, writeset, writeset_session, slave_group_commit, "
+                  "certification. Appliers: mysql, mariadb_conservative, mariadb_optimistic, "
+                  "mariadb_aggressive, galera, group_replication")
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:

@@ -35,6 +35,9 @@ COMPILED_TRACKERS = frozenset({"serial", "commit_order", "commit_id", "writeset"
                                "writeset_session", "slave_group_commit", "database"})
 COMPILED_APPLIERS = frozenset({"mysql", "mariadb_conservative", "mariadb_optimistic",
                                "mariadb_aggressive"})
+# A member of a certification-based cluster: the reference model only (model/applier_galera.py,
+# applier_gr.py, the `certification` tracker); the core has none of them.
+CERTIFICATION_APPLIERS = frozenset({"galera", "group_replication"})
 COMPILED_BUGS = frozenset({"lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
                            "commit_order_unenforced", "gco_start_on_exec", "optimistic_no_kill"})
 # The applier options each applier takes (the others the reference refuses, so the core leaves
@@ -88,6 +91,9 @@ def unsupported(sched, columns, bugs=frozenset(), tracker_options=None,
     if columns is None or columns.seq0 is None:
         return "the trace's seqs are not consecutive"
     if not sched.is_serial:
+        if sched.tracker == "certification" or sched.applier in CERTIFICATION_APPLIERS:
+            return ("the certification-based schedulers (Galera, Group Replication: "
+                    "docs/certification.md) are reference-only")
         if sched.tracker not in COMPILED_TRACKERS:
             return f"tracker {sched.tracker} is reference-only"
         if sched.applier not in COMPILED_APPLIERS:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Trackers and appliers whose answer is made from the row keys.
-KEY_TRACKERS = frozenset({"writeset", "writeset_session", "slave_group_commit"})
+# `certification`: the certifiers of Galera and Group Replication (docs/certification.md).
+KEY_TRACKERS = frozenset({"writeset", "writeset_session", "slave_group_commit", "certification"})
 KEY_APPLIERS = frozenset({"mariadb_optimistic", "mariadb_aggressive"})
 HOW = "give --schema FILE (mysqldump --no-data) or --schema-from URL when importing the binlog"
 

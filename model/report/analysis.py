@@ -307,7 +307,7 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                  applier_options: dict | None = None, bugs: frozenset = frozenset(),
                  whatif: bool = True, progress: Callable[[str], None] = lambda s: None,
                  wait_counts: Sequence[int] = WAIT_COUNTS, jobs: int = 1,
-                 whatif_sample: int | None = SAMPLE_DEFAULT,
+                 whatif_sample: int | None = SAMPLE_DEFAULT, cluster: bool = False,
                  schedulers_given: bool | None = None) -> Report:
     """`trace` has `.txns()`, `.count`, `.source` (commitsched.cli.TraceSource). `jobs` > 1:
     the independent work (the tracker passes, the scaling sweep's (scheduler, W) runs, then
@@ -317,7 +317,9 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     `whatif_sample`: above this many transactions the durability and commit wait what-ifs
     simulate the middle this many (whatif.sample_window); 0 or None: the whole trace.
     `schedulers_given`: whether the user named `schedulers` (default: whether there are any);
-    a list a MySQL version chose leaves out, and names, those the trace's keys cannot feed."""
+    a list a MySQL version chose leaves out, and names, those the trace's keys cannot feed.
+    `cluster`: also the sustained throughput on certification-based clusters
+    (cluster_section.py; a few seconds of simulation)."""
     workers = sorted(set(workers))
     applier_options = dict(applier_options or {})
     names = list(dict.fromkeys(["serial", *(schedulers or DEFAULT_SCHEDULERS)]))
@@ -412,6 +414,10 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                           wait_counts=wait_counts, results=results, kept=kept, shape=passes,
                           sample=sample_window(trace, whatif_sample))
         whatifs.plan(tasks)
+    if cluster:
+        from .cluster_section import cluster_section
+        tasks.add("cluster", "certification clusters",
+                  lambda: cluster_section(trace, profile, workers))
     # Keeping up: the recommended configuration and the server default at the same workers
     # (the schedule windows' picks), replayed as the trace arrived
     lag_picks = [(name, w) for name, w, _ in picks]
@@ -420,6 +426,8 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                                   applier_options=applier_options, bugs=bugs,
                                   sample=whatif_sample) if lag_picks else None
     done = tasks.run(jobs, progress, "windows, blame, what-ifs, keeping up")
+    if cluster:
+        data["cluster"] = done["cluster"]
 
     later = Tasks()
     runs = done["window"] if picks else []
