@@ -47,6 +47,10 @@ SAMPLE_INTERVAL = 0.05
 TABLES, TABLE_SIZE, CLIENTS = 4, 10000, 16
 
 
+# how long past its --time a sysbench run may go before the run is called stuck
+SYSBENCH_GRACE_S = 120
+
+
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -303,7 +307,18 @@ class Rig:
             time.sleep(max(0.0, events["stop"] + run["stop_for"] - time.time()))
             R.sql("START SLAVE SQL_THREAD")
             events["start"] = time.time()
-        sb_out, _ = sb.communicate()
+        try:
+            # a stuck primary (seen once: every client in its statement for minutes, nothing
+            # in the error log) ends the campaign in one line instead of hanging it
+            sb_out, _ = sb.communicate(timeout=run["seconds"] + SYSBENCH_GRACE_S)
+        except subprocess.TimeoutExpired:
+            sb.kill()
+            sb.communicate()
+            if cal is not None:
+                cal.kill()
+            raise SystemExit(f"lag_check: run {run['name']}: sysbench still running "
+                             f"{SYSBENCH_GRACE_S} s after its {run['seconds']} s; "
+                             "stopped the servers (the runs before it are kept)")
         self.sysbench = None
         if cal is not None:
             cal_out, _ = cal.communicate()
