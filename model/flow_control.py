@@ -28,8 +28,9 @@ wait of 1 s).
 from __future__ import annotations
 
 import math
-from collections import deque
 from typing import NamedTuple
+
+from .explore import breadth_first
 
 FC_BUGS = frozenset({"fc_stop_mark_late"})
 
@@ -221,29 +222,9 @@ def violations(m: FlowModel, s: FlowState, acts: set) -> list[str]:
 def explore(m: FlowModel, props=PROPERTIES, limit: int = 2_000_000):
     """Breadth-first over every reachable state; returns (states, first violation or None)
     where a violation is (property, path of actions from the initial state)."""
-    start = initial(m)
-    parent = {start: None}
-    frontier = deque([start])
-    while frontier:
-        s = frontier.popleft()
-        acts = enabled(m, s)
-        bad = [p for p in violations(m, s, acts) if p in props]
-        if bad:
-            path = []
-            cur = s
-            while parent[cur] is not None:
-                prev, act = parent[cur]
-                path.append(act)
-                cur = prev
-            return len(parent), (bad[0], list(reversed(path)))
-        for a in acts:
-            t = apply(m, s, a)
-            if t not in parent:
-                parent[t] = (s, a)
-                frontier.append(t)
-        if len(parent) > limit:
-            raise RuntimeError(f"more than {limit} states")
-    return len(parent), None
+    n, found = breadth_first([initial(m)], lambda s: enabled(m, s), lambda s, a: apply(m, s, a),
+                             lambda s, acts: violations(m, s, acts), props, limit)
+    return n, found and (found[0], found[2])
 
 
 # The models of specs/FlowControl_*.cfg, for the explorer and the tests.

@@ -17,7 +17,7 @@ Replication), and a DDL's empty write-set (every write-set here has keys).
 from __future__ import annotations
 
 import itertools
-from collections import deque
+from .explore import breadth_first
 from typing import NamedTuple
 
 from .certification import Snapshot, galera_conflicts, gr_conflicts
@@ -295,31 +295,13 @@ def _active(s: State, mem: int, w: int) -> bool:
 def explore(m: Model, props=PROPERTIES, starts=None, limit: int = 3_000_000):
     """Every state reachable from `starts` (default: every shape); returns (states, first
     violation of `props` as (property, path) or None)."""
-    parent: dict = {}
-    frontier = deque()
-    for s0 in (starts if starts is not None else initial_states(m)):
-        if s0 not in parent:
-            parent[s0] = None
-            frontier.append(s0)
-    while frontier:
-        s = frontier.popleft()
-        acts = enabled(m, s)
-        bad = [p for p in violations(m, s, acts) if p in props]
-        if bad:
-            path, cur = [], s
-            while parent[cur] is not None:
-                prev, a = parent[cur]
-                path.append(a)
-                cur = prev
-            return len(parent), (bad[0], [("Init", (cur.origin, cur.ws))] + path[::-1])
-        for a in acts:
-            t = apply(m, s, a)
-            if t not in parent:
-                parent[t] = (s, a)
-                frontier.append(t)
-        if len(parent) > limit:
-            raise RuntimeError(f"more than {limit} states")
-    return len(parent), None
+    n, found = breadth_first(starts if starts is not None else initial_states(m),
+                             lambda s: enabled(m, s), lambda s, a: apply(m, s, a),
+                             lambda s, acts: violations(m, s, acts), props, limit)
+    if found is None:
+        return n, None
+    prop, s0, path = found
+    return n, (prop, [("Init", (s0.origin, s0.ws))] + path)
 
 
 def replay(m: Model, origin: tuple, ws: tuple, events) -> tuple[list, list]:
