@@ -88,6 +88,25 @@ def test_exec_is_solved_from_the_serial_applies(tmp_path):
     assert fm.with_exec(Profile("t", 0.0, 0.0, 60.0, 4.0, 0.0, "test"), wls) is None
 
 
+def test_the_relaxed_runs_pair_each_run_with_its_rounds_serial(tmp_path):
+    """replica16's relaxed timings are a file of their own, read by the same pairing."""
+    with open(tmp_path / "timings_relaxed.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["workload", "mode", "threads", "round", "seconds", "tps", "retried_txns",
+                    "replica_binlog_commits", "replica_group_commits", "fsync_ms",
+                    "cpu_busy_cores", "cpu_iowait_pct", "cpu_steal_pct"])
+        w.writerow(("a", "serial", 0, 1, 1.0, 0, 0, 0, 0, 0.1, 1.1, 0.3, 0))
+        w.writerow(("a", "serial", 0, 2, 1.5, 0, 0, 0, 0, 0.1, 1.1, 0.3, 0))
+        w.writerow(("a", "conservative", 4, 1, 0.8, 0, 0, 0, 0, 0.1, 3.0, 0.3, 0))
+        w.writerow(("a", "conservative", 4, 2, 1.0, 0, 0, 0, 0, 0.1, 3.0, 0.3, 0))
+    m = r16.measured(str(tmp_path), durability="relaxed")[("a", "conservative", 4)]
+    assert sorted(m["speedups"]) == [1.25, 1.5]
+    # the repository's copy of shared/replica16's relaxed runs: both workloads, 3 rounds each
+    rel = r16.measured(durability="relaxed")
+    assert {k[0] for k in rel} == set(r16.WORKLOADS) and len(rel) == 16
+    assert all(len(m["speedups"]) == 3 for m in rel.values())
+
+
 def test_summary_and_best_thread_count():
     rows = [{"workload": "w", "mode": "m", "threads": n, "median": med, "min": lo, "max": hi,
              "model": pred}
