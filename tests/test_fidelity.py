@@ -13,6 +13,8 @@ from record_scripts import import_record_scripts
 
 fidelity, fm, r16 = import_record_scripts("fidelity", "fit_machine", "replica16")
 
+from dataclasses import replace  # noqa: E402
+
 from commitsched.profiles import Profile, get_profile  # noqa: E402
 from commitsched.trace import Txn, write_trace  # noqa: E402
 
@@ -86,6 +88,50 @@ def test_exec_is_solved_from_the_serial_applies(tmp_path):
         assert fm.makespan(w.txns, "serial", 1, prof) == pytest.approx(w.serial_us * 100)
     # an overhead above the serial time cannot be: no profile
     assert fm.with_exec(Profile("t", 0.0, 0.0, 60.0, 4.0, 0.0, "test"), wls) is None
+
+
+def test_one_execution_for_both_durabilities_and_the_flushs_cpu(tmp_path):
+    """Two workloads (1 and 4 rows) measured serially at both settings. The relaxed apply is
+    the driver (2 us an event, 5 and 14 events) and the execution, 20 + 3 us a row; the durable
+    one adds the redo flush: its device wait 40 (the counters) and its CPU, 15 and 25 us on the
+    two workloads. The flush's CPU is the mean of what the durable applies take beyond the
+    relaxed ones and the wait (20); the execution is the mean of what each workload's two
+    applies leave (20.5 and 34.5 us where the relaxed applies say 23 and 32), so each setting's
+    serial replay is off by half of each workload's distance from that mean (2.5 us), in
+    opposite directions, and a relaxed replica pays no flush at all."""
+    paths = {}
+    for name, rows, events in (("small", 1, 5), ("big", 4, 14)):
+        p = str(tmp_path / f"{name}.jsonl.gz")
+        write_trace(p, [Txn(i, [f"d.t/PRIMARY={i}"], rows=rows, events=events)
+                        for i in range(1, 101)])
+        paths[name] = p
+    relaxed = {"small": 2 * 5 + 20 + 3, "big": 2 * 14 + 20 + 12}           # 33, 60 us
+    durable = {"small": relaxed["small"] + 40 + 15, "big": relaxed["big"] + 40 + 25}
+    wls = [fm.Workload(n, paths[n], {"durable": durable[n] * 1e-4, "relaxed": relaxed[n] * 1e-4})
+           for n in ("small", "big")]
+    cpu = fm.flush_cpu(40.0, wls)
+    assert cpu == pytest.approx(20.0)
+    base = Profile("t", 0.0, 40.0 + cpu, 0.0, 0.0, 0.0, "test", dispatch_event=2.0,
+                   commit_cpu=cpu, log_replica_updates=False)
+    prof = fm.with_exec(base, wls)
+    assert prof.exec_row == pytest.approx((34.5 - 20.5) / 3)
+    assert prof.exec_default == pytest.approx(20.5 - (34.5 - 20.5) / 3)
+    for w, sign in zip(wls, (1, -1)):
+        n = len(w.txns)
+        assert fm.makespan(w.txns, "serial", 1, prof) / n == pytest.approx(
+            durable[w.name] + sign * 2.5)
+        assert fm.makespan(w.txns, "serial", 1, prof.with_durability("relaxed")) / n == (
+            pytest.approx(relaxed[w.name] - sign * 2.5))
+    # one workload (a cross-validation fold): exact at both settings
+    (small,) = wls[:1]
+    assert fm.flush_cpu(40.0, [small]) == pytest.approx(15.0)
+    one = fm.with_exec(replace(base, commit_default=55.0, commit_cpu=15.0), [small])
+    assert fm.makespan(small.txns, "serial", 1, one) / 100 == pytest.approx(durable["small"])
+    # a prediction given the predicted workload's serial apply at one setting only
+    rel = fm.with_exec(base.with_durability("relaxed"), [wls[1].only("relaxed")])
+    assert fm.makespan(wls[1].txns, "serial", 1, rel) / 100 == pytest.approx(relaxed["big"])
+    # measured at one setting only: no flush CPU can be told
+    assert fm.flush_cpu(40.0, [w.only("durable") for w in wls]) == 0.0
 
 
 def test_the_relaxed_runs_pair_each_run_with_its_rounds_serial(tmp_path):
