@@ -15,7 +15,8 @@ PROFILE ?= replica16
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
 .PHONY: setup python-deps rust java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
-        score bench mutants calibrate calibrate-report fidelity fidelity-fit record clean help fuzz
+        score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
+        help fuzz lag-check lag-check-report
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz); idempotent"
@@ -27,13 +28,17 @@ help:
 	@echo "make test-slow  the slow checks: TLC end to end, larger property budgets, recorder"
 	@echo "make tlc        model-check every model of specs/models.json"
 	@echo "make score TRACE=... [WORKERS=1,2,4,8] [PROFILE=durable]"
-	@echo "make bench      the 1,000,000-transaction benchmark"
+	@echo "make bench      the 200,000-transaction benchmark (compiled core, reference beside it)"
+	@echo "make bench-day  score a generated 10M-transaction trace: time and peak memory"
 	@echo "make mutants    every catalogue bug against TLC, the properties, trace validation, z3"
 	@echo "make calibrate  measure a real MariaDB replica (2 workloads), fit durable-/relaxed-mariadb (~25 min)"
 	@echo "make calibrate-report  refit and redo the calibration tables from the stored measurements"
 	@echo "make fidelity   predicted against measured on replica16 (16 cores) and the 2-core VM, with"
 	@echo "                the baselines and one ablation row per mechanism (~3 min)"
 	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~17 min on 2 cores)"
+	@echo "make lag-check  the real check of lag and calibrate: a live MariaDB primary and replica,"
+	@echo "                sysbench at fixed rates, lag and drain measured against predicted (~25 min)"
+	@echo "make lag-check-report  refit and redo the lag table from the stored runs"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 
 setup: python-deps java tlc-jar graphviz
@@ -46,14 +51,17 @@ $(PY):
 # `make setup` is quick when done.
 DEPS_STAMP := $(VENV)/.deps-installed
 BINLOG_RS := $(wildcard model/binlog_rs/Cargo.toml model/binlog_rs/pyproject.toml model/binlog_rs/src/*.rs)
+SIMCORE_RS := $(wildcard model/simcore_rs/Cargo.toml model/simcore_rs/pyproject.toml model/simcore_rs/src/*.rs)
 python-deps: $(DEPS_STAMP)
 
-$(DEPS_STAMP): pyproject.toml $(BINLOG_RS) | $(PY)
+$(DEPS_STAMP): pyproject.toml $(BINLOG_RS) $(SIMCORE_RS) | $(PY)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,z3,docs,fit]'
+	$(PY) -m pip install -q -e '.[test,z3,docs,fit,distributed]'
 	@# the binary binlog reader (model/binlog_rs: mysql_common via PyO3), built with maturin
 	@$(MAKE) -s rust
 	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip install -q ./model/binlog_rs
+	@# the compiled simulation core (model/simcore_rs: trackers and appliers via PyO3)
+	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip install -q ./model/simcore_rs
 	touch $@
 
 # Rust >= 1.70 for the binlog reader's crates (Debian 12's packaged rustc is 1.63). The machines
@@ -120,6 +128,12 @@ BINLOG_SCHEMA ?=
 bench:
 	$(PY) -m commitsched.bench $(if $(BINLOG),--binlog $(BINLOG)) $(if $(BINLOG_SCHEMA),--schema $(BINLOG_SCHEMA)) $(BENCH_ARGS)
 
+# A day of binlog: score of a generated 10M-transaction trace over the report's default runs,
+# timed against 10 minutes and 200 bytes per transaction (generating it takes ~7 min, once)
+DAY ?= 10000000
+bench-day:
+	$(PY) -m commitsched.bench --day $(DAY) $(BENCH_ARGS)
+
 # The bug catalogue on every side: TLC (*_bug.cfg), hypothesis properties, trace validation, z3.
 mutants: $(TLC_JAR)
 	$(CLI) mutants
@@ -153,6 +167,20 @@ fidelity: python-deps
 
 fidelity-fit: python-deps
 	$(PY) traces/record/fidelity.py fit
+
+# The real check of `commitsched lag` (docs/lag.md): a live MariaDB primary and replica on this
+# machine (primary + sysbench on CPU 0, the replica on CPU 1 at a fifth of its bandwidth),
+# sysbench at fixed rates below and above the replica's capacity, the replica's lag sampled;
+# `calibrate` on the first run, predictions for the others (~25 min on an idle 2-core host).
+# lag-check-report redoes the fit, the predictions and the table from the stored runs (~2 min).
+LAG_CHECK = traces/calibration/lag_check
+LAG_RUNS = $(shell cat traces/record/lag_check_runs.txt)
+lag-check: python-deps
+	$(PY) traces/record/lag_check.py measure --out $(LAG_CHECK) --cpu-percent 20 --runs "$(LAG_RUNS)"
+	$(MAKE) lag-check-report
+
+lag-check-report: python-deps
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK) --doc docs/lag.md
 
 # Re-record bundled traces with a private MariaDB + sysbench (traces/record/README.md):
 # make record WORKLOAD=<name in traces/record/record_all.sh>, or WORKLOAD=all

@@ -33,7 +33,7 @@ from typing import Callable, Iterable
 from .profiles import Profile
 from .rules import (MARIADB_LEVELS, gco_decision, gco_released, lock_conflict, marks_at_exec_end,
                     next_thread, waits_for_mdl, waits_for_prior_commit)
-from .simcore import (CAUSES, CommitChain, CommitStage, CpuPool, CpuTask, Deadlock, Disk,
+from .simcore import (CAUSES, Arrival, CommitChain, CommitStage, CpuPool, CpuTask, Deadlock, Disk,
                       EventLog, LogFlush, SimulationError, TxnRun, account_commit_wait, new_runs)
 
 MODES = MARIADB_LEVELS
@@ -51,10 +51,12 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
                      sink: Callable[[TxnRun], None], *, mode: str = "conservative",
                      max_queued: int = 64,
                      bugs: frozenset[str] = frozenset(),
-                     log: EventLog | None = None) -> dict[str, float]:
+                     log: EventLog | None = None,
+                     arrival: Arrival | None = None) -> dict[str, float]:
     """Simulate `stream` of `(txn, (group_id, flags))`; call `sink` with each committed run;
     return the time blocked by cause. `log` (optional) hears every schedule event
-    (simcore.EventLog)."""
+    (simcore.EventLog); `arrival` (optional) when each transaction reaches the relay log (the
+    driver waits for it)."""
     if workers < 1:
         raise SimulationError("workers must be at least 1")
     if mode not in MODES:
@@ -113,7 +115,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     gco_wait_count = 0
     gco_flags = 0
     last_commit_id = None
-    runs = new_runs(stream, profile, workers)
+    runs = new_runs(stream, profile, workers, arrival)
     nxt: TxnRun | None = None
     committed = 0
 
@@ -145,7 +147,9 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
             blocked[run.wait_cause] += now - run.wait_since
             run.wait_cause = None
 
-    def try_start(run: TxnRun, now: float) -> None:
+    def start(run: TxnRun, now: float) -> None:
+        """Start(t), and a killed transaction's Retry(t): past its GCO, its prior commit when it
+        must wait for it, a DDL's metadata lock and its row locks, it executes."""
         nonlocal count_started
         resume(run, now)
         if run.phase == PHASE_GCO:
@@ -221,7 +225,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         victim.phase = PHASE_PRIOR
         victim.wait_cause = None
         release_locks(victim, now)
-        try_start(victim, now)                   # parks it until its predecessor commits
+        start(victim, now)                   # parks it until its predecessor commits
 
     def mark_start_commit(run: TxnRun, now: float) -> None:
         nonlocal count_committing
@@ -236,14 +240,14 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         if wakeup > 0:
             push(heap, (now + wakeup, next(counter), RESUME, run))
         else:
-            try_start(run, now)
+            start(run, now)
 
     def take_next(w: int, now: float) -> None:
         nonlocal cause, driver_t
         if current[w] is None and queues[w]:
             run = queues[w].popleft()
             current[w] = run
-            try_start(run, now)
+            start(run, now)
             if cause is not None and w == slot:      # the thread the driver waits for
                 blocked[cause] += now - since
                 cause = None
@@ -302,26 +306,75 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         free_thread(run, now)
         take_next(run.worker, now)
 
+    # The handlers of the event kinds, named as the specs' actions (docs/names.md) and as the
+    # compiled core's (model/simcore_rs/src/mariadb.rs): dispatch, start (a retry's too),
+    # exec_end, commit (with the replica's binlog; `finish` without), kill above.
+    def dispatch(run: TxnRun) -> None:
+        """Dispatch(t, w): the driver queues `run` to the next thread slot, round-robin."""
+        nonlocal driver_busy, driver_t
+        classify(run)
+        run.worker = slot
+        run.dispatch = driver_t
+        if log is not None:
+            log("dispatch", run.seq, driver_t, slot + 1)
+        cost = dispatch_cost(run.txn, workers)
+        if driver is not None:                   # dispatch needs a core
+            driver_busy = True
+            cpus.execute(driver, driver_t, cost, DISPATCHED, run)
+            return
+        driver_t += cost
+        hand_off(run)
+
+    def exec_end(run: TxnRun, attempt: int, t: float) -> None:
+        """ExecEnd(t): it reached its XID: mark_start_commit, then its commit turn (without the
+        replica's binlog), its own commit step, or the redo flush."""
+        if attempt != run.attempt:
+            return
+        run.exec_end = t
+        if log is not None:
+            log("exec_end", run.seq, t, None)
+        if cpus is not None:
+            cpus.release(run, t)
+        if marks_at_exec_end("ddl" in run.dep[1]):
+            mark_start_commit(run, t)
+        if chain is not None:            # its commit turn; the redo flush after it
+            run.ready = t
+            chain.add(run, t)
+        elif flush is None:
+            run.ready = t + run.commit_cost
+            push(heap, (run.ready, next(counter), READY, (run, attempt)))
+        else:
+            flush.request(run, t)
+
+    def commit(batch: list[TxnRun], t: float) -> None:
+        """Commit(t) with the replica's binlog: the group's sync ended; its members commit."""
+        nonlocal committed_upto, committed
+        for run in batch:
+            run.commit = t
+            if log is not None:
+                log("commit", run.seq, t, None)
+            committed_upto = run.seq
+            committed += 1
+            account_commit_wait(run, sync, True, blocked)
+            if "ddl" in run.dep[1]:
+                mark_start_commit(run, t)
+            release_locks(run, t)
+            free_thread(run, t)
+        stage.group_done(batch, t)
+        for run in batch:
+            wake_prior_waiter(run, t)
+            take_next(run.worker, t)
+
     advance()
     while True:
-        if (nxt is not None and cause is None and not driver_busy
-                and (not heap or heap[0][0] > driver_t)):
+        if (nxt is not None and cause is None and not driver_busy and (
+                not heap or heap[0][0] > (driver_t if driver_t >= nxt.arrival else nxt.arrival))):
+            if nxt.arrival > driver_t:                # it reaches the relay log only now
+                driver_t = nxt.arrival
             if len(queues[slot]) + (current[slot] is not None) > max_queued:
                 cause, since = "no_free_worker", driver_t    # back-pressure on that thread
                 continue
-            run = nxt
-            classify(run)
-            run.worker = slot
-            run.dispatch = driver_t
-            if log is not None:
-                log("dispatch", run.seq, driver_t, slot + 1)
-            cost = dispatch_cost(run.txn, workers)
-            if driver is not None:                   # dispatch needs a core
-                driver_busy = True
-                cpus.execute(driver, driver_t, cost, DISPATCHED, run)
-                continue
-            driver_t += cost
-            hand_off(run)
+            dispatch(nxt)
             continue
         if not heap:
             break
@@ -333,23 +386,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
             hand_off(payload)
             continue
         if kind == EXEC_END:
-            run, attempt = payload
-            if attempt == run.attempt:
-                run.exec_end = t
-                if log is not None:
-                    log("exec_end", run.seq, t, None)
-                if cpus is not None:
-                    cpus.release(run, t)
-                if marks_at_exec_end("ddl" in run.dep[1]):
-                    mark_start_commit(run, t)
-                if chain is not None:            # its commit turn; the redo flush after it
-                    run.ready = t
-                    chain.add(run, t)
-                elif flush is None:
-                    run.ready = t + run.commit_cost
-                    push(heap, (run.ready, next(counter), READY, (run, attempt)))
-                else:
-                    flush.request(run, t)
+            exec_end(*payload, t)
         elif kind == READY:
             run, attempt = payload
             if attempt == run.attempt:
@@ -364,7 +401,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         elif kind == BACKGROUND_DONE:
             cpus.release(payload, t)
         elif kind == RESUME:
-            try_start(payload, t)
+            start(payload, t)
         elif kind == EXEC_START:
             run, attempt = payload
             if attempt == run.attempt:
@@ -388,21 +425,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
         elif kind == GROUP_START:
             stage.group_start(t)
         else:  # SYNC_END
-            for run in payload:
-                run.commit = t
-                if log is not None:
-                    log("commit", run.seq, t, None)
-                committed_upto = run.seq
-                committed += 1
-                account_commit_wait(run, sync, True, blocked)
-                if "ddl" in run.dep[1]:
-                    mark_start_commit(run, t)
-                release_locks(run, t)
-                free_thread(run, t)
-            stage.group_done(payload, t)
-            for run in payload:
-                wake_prior_waiter(run, t)
-                take_next(run.worker, t)
+            commit(payload, t)
     if nxt is not None or committed != queued:
         stuck = sorted(r.seq for r in current if r is not None)
         raise Deadlock(f"no event can fire while {queued - committed} queued transactions have "

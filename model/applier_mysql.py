@@ -29,8 +29,8 @@ from collections import deque
 from typing import Callable, Iterable
 
 from .profiles import Profile
-from .simcore import (CAUSES, CommitStage, CpuPool, Deadlock, EventLog, SimulationError,
-                      TxnRun, account_commit_wait, new_runs, start_work, work_done)
+from .simcore import (CAUSES, Arrival, CommitStage, CpuPool, Deadlock, EventLog,
+                      SimulationError, TxnRun, account_commit_wait, new_runs, start_work, work_done)
 from .rules import LowWaterMark, coordinator_wait, lowest_idle_worker, replica_lock_conflict
 from .trackers import ClockOrder
 
@@ -55,10 +55,12 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
                            checkpoint_group: int = 512,
                            bugs: frozenset[str] = frozenset(),
                            ticket_wrap: int = TICKET_WRAP,
-                           log: EventLog | None = None) -> dict[str, float]:
+                           log: EventLog | None = None,
+                           arrival: Arrival | None = None) -> dict[str, float]:
     """Simulate `stream` of `(txn, (last_committed, sequence_number, file))`; call `sink` with
     each committed run; return the time blocked by cause. `log` (optional) hears every
-    schedule event (simcore.EventLog). `ticket_wrap`: where the commit-order ticket wraps,
+    schedule event (simcore.EventLog); `arrival` (optional) when each transaction reaches the
+    relay log (the coordinator waits for it). `ticket_wrap`: where the commit-order ticket wraps,
     which matters only with bug ticket_overflow (the transaction whose seq is a multiple of
     it, if it waits for its turn, is never granted it)."""
     if ticket_wrap < 1:
@@ -89,7 +91,7 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
     coord_t = 0.0
     cause = None                          # why the coordinator is blocked, or None
     since = 0.0
-    runs = new_runs(stream, profile, workers)
+    runs = new_runs(stream, profile, workers, arrival)
     clock = ClockOrder(rotation_ignored=rotation_ignored)
     nxt = None                            # the next run to dispatch, with its barrier decision
     nxt_barrier = False
@@ -151,8 +153,8 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
             kill(h, now, run)
         return True
 
-    def try_start(run: TxnRun, now: float) -> None:
-        """Start (again): the rows it writes must not be replica-locked by another."""
+    def start(run: TxnRun, now: float) -> None:
+        """Start(t), again for a victim's retry: the rows it writes must not be replica-locked by another."""
         if xlocks and not acquire(run, holders(run, run.txn.writes, False), now):
             return
         run.phase = EXECUTING
@@ -163,8 +165,8 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
             log("kill", *h)
         pending_kills.clear()
 
-    def try_ready(run: TxnRun, now: float) -> None:
-        """Its last statement takes its replica_locks; then it waits for its commit turn."""
+    def ready(run: TxnRun, now: float) -> None:
+        """ExecEnd(t): its last statement takes its replica_locks; then it waits for its commit turn."""
         xl = run.txn.replica_locks
         if xl:
             if not acquire(run, holders(run, xl, True), now):
@@ -230,25 +232,61 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
         return coordinator_wait(len(gaq), checkpoint_group, nxt_barrier, nxt.dep[0], lwm.value,
                                 bool(free), off_by_one=off_by_one)
 
+    # The handlers of the event kinds, named as the specs' actions (docs/names.md) and as the
+    # compiled core's (model/simcore_rs/src/mysql.rs): dispatch, start, exec_end (`ready`: its
+    # last statement's locks, then the commit queue), commit; kill and a victim's retry above.
+    def dispatch(run: TxnRun) -> None:
+        """Dispatch(t, w): the coordinator hands `run` to the lowest idle worker."""
+        nonlocal coord_t, dispatched
+        if nxt_barrier:
+            lwm.barrier_dispatched()
+        run.worker = lowest_idle_worker(free)
+        run.dispatch = coord_t
+        coord_t += dispatch_cost(run.txn, workers)
+        if log is not None:
+            log("dispatch", run.seq, run.dispatch, run.worker + 1)
+        start(run, coord_t)
+        gaq.append(run)
+        dispatched += 1
+        advance()
+
+    def exec_end(run: TxnRun, attempt: int, t: float) -> None:
+        """The work `start` launched ended (a victim's stale end is ignored)."""
+        if attempt == run.attempt:
+            work_done(run, t, cpus)
+            ready(run, t)
+
+    def commit(batch: list[TxnRun], t: float) -> None:
+        """Commit(t): a group's sync ended; the GAQ's committed head is released."""
+        nonlocal committed
+        for run in batch:
+            run.commit = t
+            run.done = True
+            account_commit_wait(run, sync, ordered, blocked)
+            heapq.heappush(free, run.worker)
+            release(run, t)
+            committed += 1
+            lwm.committed(run.dep[1])
+            if log is not None:
+                log("commit", run.seq, t, None)
+            sink(run)
+        while gaq and gaq[0].done:
+            lwm.released(gaq.popleft().dep[1])
+        stage.group_done(batch, t)
+
     advance()
     while True:
-        if nxt is not None and cause is None and (not heap or heap[0][0] > coord_t):
+        # the next transaction can be read once it is in the relay log (arrival) and nothing
+        # earlier is left to happen
+        if nxt is not None and cause is None and (
+                not heap or heap[0][0] > (coord_t if coord_t >= nxt.arrival else nxt.arrival)):
+            if nxt.arrival > coord_t:
+                coord_t = nxt.arrival
             cause = why_blocked()
             if cause is not None:
                 since = coord_t
                 continue
-            run = nxt
-            if nxt_barrier:
-                lwm.barrier_dispatched()
-            run.worker = lowest_idle_worker(free)
-            run.dispatch = coord_t
-            coord_t += dispatch_cost(run.txn, workers)
-            if log is not None:
-                log("dispatch", run.seq, run.dispatch, run.worker + 1)
-            try_start(run, coord_t)
-            gaq.append(run)
-            dispatched += 1
-            advance()
+            dispatch(nxt)
             continue
         if not heap:
             if asleep:
@@ -266,38 +304,22 @@ def simulate_logical_clock(stream: Iterable[tuple], workers: int, profile: Profi
             break
         t, _, kind, payload = pop(heap)
         if kind == READY:
-            run, attempt = payload
-            if attempt == run.attempt:
-                work_done(run, t, cpus)
-                try_ready(run, t)
+            exec_end(*payload, t)
         elif kind == RESUME:
             run, attempt = payload
             # a lock wake-up for a request still parked, or a victim's retry
             if attempt == run.attempt and (waiting_for.pop(run.seq, None) is not None
                                            or run.start is None and run.wait_cause is None):
                 if run.phase == NOT_STARTED:
-                    try_start(run, t)
+                    start(run, t)
                 else:
-                    try_ready(run, t)
+                    ready(run, t)
         elif kind == GROUP_START:
             stage.group_start(t)
         elif kind == SYNC_CPU:
             stage.sync_cpu_done(payload, t)
         else:  # SYNC_END: the group is durable
-            for run in payload:
-                run.commit = t
-                run.done = True
-                account_commit_wait(run, sync, ordered, blocked)
-                heapq.heappush(free, run.worker)
-                release(run, t)
-                committed += 1
-                lwm.committed(run.dep[1])
-                if log is not None:
-                    log("commit", run.seq, t, None)
-                sink(run)
-            while gaq and gaq[0].done:
-                lwm.released(gaq.popleft().dep[1])
-            stage.group_done(payload, t)
+            commit(payload, t)
         if cause is not None:
             now_cause = why_blocked()
             if now_cause != cause:
@@ -333,7 +355,8 @@ def _cycle(run: TxnRun, waiting_for: dict[int, list]) -> list[TxnRun] | None:
 
 def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
                       sink: Callable[[TxnRun], None], *, checkpoint_group: int = 512,
-                      bugs: frozenset[str] = frozenset()) -> dict[str, float]:
+                      bugs: frozenset[str] = frozenset(),
+                      arrival: Arrival | None = None) -> dict[str, float]:
     """MySQL 5.6 DATABASE submode (semantics.md §4): a schema in use is pinned to its worker;
     a new schema goes to the worker holding the fewest (ties: the later index); a transaction
     whose schemas are pinned to different workers waits until they are released; `None`
@@ -358,7 +381,7 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
     coord_t = 0.0
     cause = None
     since = 0.0
-    runs = new_runs(stream, profile, workers)
+    runs = new_runs(stream, profile, workers, arrival)
     nxt = None
     committed = dispatched = 0
 
@@ -393,7 +416,10 @@ def simulate_database(stream: Iterable[tuple], workers: int, profile: Profile,
 
     advance()
     while True:
-        if nxt is not None and cause is None and (not heap or heap[0][0] > coord_t):
+        if nxt is not None and cause is None and (
+                not heap or heap[0][0] > (coord_t if coord_t >= nxt.arrival else nxt.arrival)):
+            if nxt.arrival > coord_t:
+                coord_t = nxt.arrival
             w = choose_worker()
             if isinstance(w, str):
                 cause, since = w, coord_t

@@ -1,25 +1,26 @@
 """`make bench`: the scorer's speed and memory, measured in one run and reported as figures and
-ratios (never asserted: the machine is shared and noisy).
+ratios to the targets (never asserted: the machine is shared and noisy).
 
-1. Generate (once, cached under build/bench/) a trace of `--transactions` (default 1,000,000)
-   transactions and time loading it into memory (`--load-runs`, default 3: the median, as a
-   ratio to the 500k txn/s target of issue 13).
-2. Score it under every scheduler at W in {1, 4, 16, 64}: simulated transactions per second.
-3. Growth: time per transaction at W = 64 over W = 4 (O(n log W) means a small ratio), and at
-   n over n/4 (O(n) per run means ~1).
-4. Memory: tracemalloc's peak while streaming the first n/20 and n/5 transactions from the
-   file through a scheduler; bounded by the window means a ratio near 1, not 4.
-5. Import (with `--binlog FILE... [--schema SQL]`, e.g. a recorded binary binlog): the binary
-   reader's rate against the server's own printer decoding the same files (`mariadb-binlog -vv
-   --base64-output=decode-rows`), by wall clock and by CPU time, and against printer + text
-   importer (unless --no-text-import); the two traces must be byte-identical. Reader and
-   printer run `--import-runs` times each (default 3), alternating; the fastest of each counts.
+1. Generate (once, cached under build/bench/) a trace of `--transactions` (default 200,000)
+   transactions and time loading it: as Txn objects (the reference engine's input) and as
+   columns (model/columnar.py, the compiled core's), the median of `--load-runs`.
+2. The bench sweep in the compiled core (model/engine.py): every scheduler at W in
+   {1, 2, 4, 8, 16, 64}: transactions per second of each run alone, and with the whole load
+   added to each run (the issue 29 target: >= 1 M txn/s each, "load included"), beside the
+   reference engine's rate on the same runs (a slice of the trace, `--reference-slice`).
+3. Growth: time per transaction at W = 64 over W = 4, and at n over n/4.
+4. Memory: the columns' bytes per transaction, and tracemalloc's peak of one compiled run.
+5. Import (with `--binlog FILE... [--schema SQL]`): the binary reader against the server's own
+   printer (as before).
+6. A day (`--day N`, `make bench-day`: 10,000,000): `commitsched score` of a generated N-transaction
+   trace over the report's default runs (every scheduler x W 1, 2, 4, 8, 16, no sampling), its
+   wall time against 10 minutes and its peak memory (the proportional set size of all its
+   processes, sampled every 0.2 s) against 200 bytes per transaction.
 """
 from __future__ import annotations
 
 import argparse
 import gc
-import itertools
 import json
 import os
 import resource
@@ -30,10 +31,12 @@ import tracemalloc
 from .metrics import RunMetrics
 from .profiles import get_profile
 from .schedulers import DEFAULT_SCHEDULERS, run_scheduler
-from .trace import iter_trace, load_trace, write_trace
+from .trace import load_trace, write_trace
 
-WORKERS = (1, 4, 16, 64)
-TARGET_TPS = 200_000
+WORKERS = (1, 2, 4, 8, 16, 64)
+TARGET_TPS = 1_000_000              # each run of the sweep, load included (issue 29)
+DAY_SECONDS = 600.0                 # a day's sweep (issue 29)
+DAY_BYTES_PER_TXN = 200.0
 LOAD_TARGET_TPS = 500_000           # trace load, parse + validate into memory (issue 13)
 IMPORT_TARGET_RATIO = 10.0          # binary import rate / the printer's decode rate (issue 13)
 
@@ -52,24 +55,6 @@ def ensure_trace(n: int, directory: str, log) -> str:
         write_trace(path, generate(n, **params), generate_source_header(n, **params))
         log(f"  generated in {time.perf_counter() - t0:.1f} s")
     return path
-
-
-def _run(scheduler: str, txns, workers: int, profile) -> tuple[float, RunMetrics]:
-    metrics = RunMetrics(workers)
-    gc.collect()
-    t0 = time.perf_counter()
-    run_scheduler(scheduler, txns, workers, profile, metrics)
-    return time.perf_counter() - t0, metrics
-
-
-def _stream_peak(path: str, count: int, scheduler: str, workers: int, profile) -> int:
-    _, txns = iter_trace(path)
-    gc.collect()
-    tracemalloc.start()
-    run_scheduler(scheduler, itertools.islice(txns, count), workers, profile, RunMetrics(workers))
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak
 
 
 def _cpu_children() -> float:
@@ -145,12 +130,68 @@ def _import_rows(binlogs: list[str], schema: str | None, directory: str, log,
     return row
 
 
+def _median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+
+def _tree_pss(pid: int) -> int:
+    """Proportional set size of `pid` and every process under it (/proc/PID/smaps_rollup): a
+    page shared by a sweep's forked processes (the trace's columns) counts once in all, as
+    memory the machine needs."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as fh:
+                for line in fh:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+            with open(f"/proc/{p}/task/{p}/children") as fh:
+                todo.extend(int(c) for c in fh.read().split())
+        except OSError:
+            continue
+    return total
+
+
+def day_sweep(n: int, directory: str, profile: str, log) -> dict:
+    """`commitsched score` of a generated n-transaction trace over the report's default runs,
+    timed, its processes' memory sampled every 0.2 s."""
+    import subprocess
+    path = ensure_trace(n, directory, log)
+    out = os.path.join(directory, f"day-{n}.json")
+    cmd = [sys.executable, "-m", "commitsched", "score", path, "--workers", "1,2,4,8,16",
+           "--profile", profile, "--json", "--quiet", "--z3-bound", "off", "-o", out]
+    log("running " + " ".join(cmd))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _tree_pss(proc.pid))
+        time.sleep(0.2)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"bench: the day's sweep failed (exit {proc.returncode})")
+    with open(out) as fh:
+        runs = len(json.load(fh))
+    row = {"transactions": n, "runs": runs, "seconds": round(wall, 1), "peak_bytes": peak,
+           "bytes_per_txn": round(peak / n, 1),
+           "ratio_time": round(DAY_SECONDS / wall, 3),
+           "ratio_memory": round(DAY_BYTES_PER_TXN / (peak / n), 3)}
+    print(f"day: {n:,} transactions, {runs} runs (every scheduler x W 1,2,4,8,16, profile "
+          f"{profile}): {wall:.1f} s = {DAY_SECONDS / wall:.2f}x the 600 s target; peak memory "
+          f"(every process's proportional set size, sampled) {peak / 1e6:,.0f} MB = {peak / n:.0f} B/txn = "
+          f"{DAY_BYTES_PER_TXN / (peak / n):.2f}x the 200 B/txn target")
+    return row
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m commitsched.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--transactions", type=int, default=1_000_000)
+    ap.add_argument("--transactions", type=int, default=200_000)
     ap.add_argument("--dir", default="build/bench")
-    ap.add_argument("--profile", default="durable")
+    ap.add_argument("--profile", default="replica16",
+                    help="the profile of the runs (default replica16, the default of score)")
     ap.add_argument("--scheduler", action="append", help="default: every scheduler")
     ap.add_argument("--json", help="also write the figures to this JSON file")
     ap.add_argument("--binlog", nargs="+", help="also time importing these binary binlog files "
@@ -163,42 +204,56 @@ def main(argv=None) -> int:
                          "alternating, and compare the fastest of each (default 3)")
     ap.add_argument("--load-runs", type=int, default=3,
                     help="time the trace load this many times; the median is reported (default 3)")
+    ap.add_argument("--reference-slice", type=int, default=20_000,
+                    help="transactions the reference engine runs for its rate (default 20000)")
     ap.add_argument("--only-io", action="store_true",
                     help="only the load and import figures, no scheduler runs")
+    ap.add_argument("--day", type=int, metavar="N",
+                    help="only section 6: the day's sweep of an N-transaction trace")
     args = ap.parse_args(argv)
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    profile = get_profile(args.profile)
+    from . import columnar, engine
+    from .schedulers import parse_scheduler
     os.makedirs(args.dir, exist_ok=True)
+    if args.day:
+        row = day_sweep(args.day, args.dir, args.profile, log)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"day": row}, fh, indent=2)
+        return 0
+    profile = get_profile(args.profile)
     # first, while nothing else is in memory
     imported = _import_rows(args.binlog, args.schema, args.dir, log,
                             text=not args.no_text_import,
                             runs=args.import_runs) if args.binlog else None
     path = ensure_trace(args.transactions, args.dir, log)
-    # The load, `--load-runs` times (each a fresh load of the file into memory, the previous
-    # one freed first): one figure on this shared machine is noise; the median is the rate.
-    loads = []
+    loads, col_loads = [], []
     for i in range(args.load_runs):
-        trace = None
+        trace = cols = None
         gc.collect()
         t0, c0 = time.perf_counter(), time.process_time()
         trace = load_trace(path)
         loads.append((time.perf_counter() - t0, time.process_time() - c0))
+        gc.collect()
+        t0 = time.perf_counter()
+        _, cols = columnar.load_columns(path)
+        col_loads.append(time.perf_counter() - t0)
     n = len(trace)
-    load_s = sorted(w for w, _ in loads)[len(loads) // 2]
-    load_cpu = sorted(c for _, c in loads)[len(loads) // 2]
-    each = ", ".join(f"{n / w / 1e3:,.0f}k" for w, _ in loads)
-    print(f"trace: {path}: {n} transactions; load (parse + validate into memory), median of "
-          f"{len(loads)}: {load_s:.2f} s = {n / load_s:,.0f} txn/s = "
-          f"{n / load_s / LOAD_TARGET_TPS:.2f}x the {LOAD_TARGET_TPS:,} txn/s target (each run: "
-          f"{each} txn/s; best {n / min(w for w, _ in loads) / LOAD_TARGET_TPS:.2f}x; CPU "
-          f"{load_cpu:.2f} s = {n / load_cpu:,.0f} txn/s; load average "
-          f"{os.getloadavg()[0]:.1f})")
+    load_s = _median([w for w, _ in loads])
+    load_cpu = _median([c for _, c in loads])
+    col_s = _median(col_loads)
+    print(f"trace: {path}: {n} transactions")
+    print(f"load as Txn objects (the reference's input), median of {len(loads)}: {load_s:.2f} s "
+          f"= {n / load_s:,.0f} txn/s (CPU {load_cpu:.2f} s)")
+    print(f"load as columns (the compiled core's input), median of {len(col_loads)}: "
+          f"{col_s:.2f} s = {n / col_s:,.0f} txn/s; {cols.nbytes() / n:.0f} bytes per "
+          f"transaction in {len(cols.keys):,} distinct keys; load average {os.getloadavg()[0]:.1f}")
     load_json = {"load_seconds": load_s, "load_cpu_seconds": load_cpu,
-                 "load_txn_per_s": round(n / load_s),
-                 "load_ratio_to_target": round(n / load_s / LOAD_TARGET_TPS, 3),
+                 "load_txn_per_s": round(n / load_s), "columns_load_seconds": round(col_s, 3),
+                 "columns_bytes_per_txn": round(cols.nbytes() / n, 1),
                  "load_runs": [{"seconds": round(w, 3), "cpu_seconds": round(c, 3)}
                                for w, c in loads]}
     if args.only_io:
@@ -206,48 +261,65 @@ def main(argv=None) -> int:
             with open(args.json, "w") as fh:
                 json.dump({"transactions": n, **load_json, "import": imported}, fh, indent=2)
         return 0
-    print(f"profile: {profile.name}; target: {TARGET_TPS:,} simulated txn/s per run\n")
-    print(f"{'scheduler':<40} {'W':>3} {'seconds':>8} {'sim txn/s':>11}  {'vs target':>9}")
+    ref_slice = trace.txns[:args.reference_slice]
+    print(f"\nprofile: {profile.name}; compiled core; target: each run >= {TARGET_TPS:,} txn/s "
+          f"with the columns' whole load added to it")
+    print(f"{'scheduler':<40} {'W':>3} {'run s':>7} {'txn/s alone':>12} {'with load':>11} "
+          f"{'vs target':>9} {'reference':>10} {'x ref':>6}")
     rows = []
-    for sched in args.scheduler or DEFAULT_SCHEDULERS:
-        for w in ([1] if sched == "serial" else WORKERS):
-            secs, m = _run(sched, trace.txns, w, profile)
-            tps = n / secs
-            rows.append({"scheduler": sched, "workers": w, "seconds": round(secs, 3),
-                         "txn_per_s": round(tps), "makespan": m.makespan})
-            print(f"{sched:<40} {w:>3} {secs:>8.2f} {tps:>11,.0f}  {tps / TARGET_TPS:>8.2f}x",
-                  flush=True)
-    # Growth with W and with n, on one scheduler with the most per-worker state.
-    probe = "commit_order+mysql"
+    schedulers = args.scheduler or DEFAULT_SCHEDULERS
+    for name in schedulers:
+        sched = parse_scheduler(name)
+        for w in ([1] if sched.is_serial else WORKERS):
+            gc.collect()
+            t0 = time.perf_counter()
+            out = engine.simulate(sched, cols, w, profile)
+            secs = time.perf_counter() - t0
+            with_load = n / (secs + col_s)
+            ref_tps = None
+            if w in (1, 16):              # the reference's rate, on a slice (it is slow)
+                t0 = time.perf_counter()
+                run_scheduler(name, iter(ref_slice), w, profile, RunMetrics(w),
+                              engine="reference")
+                ref_tps = len(ref_slice) / (time.perf_counter() - t0)
+            rows.append({"scheduler": name, "workers": w, "seconds": round(secs, 4),
+                         "txn_per_s": round(n / secs), "txn_per_s_with_load": round(with_load),
+                         "reference_txn_per_s": None if ref_tps is None else round(ref_tps),
+                         "makespan": out["makespan"]})
+            ref_text = f"{ref_tps:>10,.0f} {n / secs / ref_tps:>6.0f}" if ref_tps else ""
+            print(f"{name:<40} {w:>3} {secs:>7.3f} {n / secs:>12,.0f} {with_load:>11,.0f} "
+                  f"{with_load / TARGET_TPS:>8.2f}x {ref_text}", flush=True)
+    probe = "commit_id+mariadb_conservative"
     by_w = {r["workers"]: r["seconds"] for r in rows if r["scheduler"] == probe}
-    quarter = trace.txns[: n // 4]
-    secs_q, _ = _run(probe, quarter, 4, profile)
-    per_txn_full = by_w.get(4, _run(probe, trace.txns, 4, profile)[0]) / n
-    growth_n = per_txn_full / (secs_q / len(quarter))
+    quarter = cols.slice(0, n // 4)
+    t0 = time.perf_counter()
+    engine.simulate(parse_scheduler(probe), quarter, 4, profile)
+    secs_q = time.perf_counter() - t0
+    growth_n = (by_w[4] / n) / (secs_q / quarter.n) if 4 in by_w else None
     growth_w = (by_w[64] / by_w[4]) if 64 in by_w and 4 in by_w else None
-    small, large = max(1, n // 20), max(2, n // 5)
-    peak_small = _stream_peak(path, small, probe, 16, profile)
-    peak_large = _stream_peak(path, large, probe, 16, profile)
-    peak_mdb_small = _stream_peak(path, small, "commit_id+mariadb_optimistic", 16, profile)
-    peak_mdb_large = _stream_peak(path, large, "commit_id+mariadb_optimistic", 16, profile)
-    tps_all = [r["txn_per_s"] for r in rows]
+    tracemalloc.start()
+    engine.simulate(parse_scheduler(probe), cols, 16, profile)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    alone = [r["txn_per_s"] for r in rows]
+    loaded = [r["txn_per_s_with_load"] for r in rows]
     print()
-    print(f"slowest run: {min(tps_all):,} sim txn/s; fastest: {max(tps_all):,}; runs meeting "
-          f"the {TARGET_TPS:,} target: {sum(t >= TARGET_TPS for t in tps_all)}/{len(tps_all)}")
+    print(f"slowest run alone: {min(alone):,} txn/s; with the load: {min(loaded):,} txn/s = "
+          f"{min(loaded) / TARGET_TPS:.2f}x the target; runs meeting it with the load: "
+          f"{sum(t >= TARGET_TPS for t in loaded)}/{len(loaded)}, alone: "
+          f"{sum(t >= TARGET_TPS for t in alone)}/{len(alone)}")
     if growth_w is not None:
         print(f"growth with W ({probe}): time at W=64 / time at W=4 = {growth_w:.2f}")
-    print(f"growth with n ({probe}, W=4): time per txn at n / at n/4 = {growth_n:.2f}")
-    print(f"memory, streaming from the file ({probe}, W=16): peak {peak_small / 1e6:.1f} MB for "
-          f"{small} txns, {peak_large / 1e6:.1f} MB for {large} txns: ratio "
-          f"{peak_large / peak_small:.2f} for 4x the transactions")
-    print(f"memory, streaming (commit_id+mariadb_optimistic, W=16): {peak_mdb_small / 1e6:.1f} MB"
-          f" vs {peak_mdb_large / 1e6:.1f} MB: ratio {peak_mdb_large / peak_mdb_small:.2f}")
+    if growth_n is not None:
+        print(f"growth with n ({probe}, W=4): time per txn at n / at n/4 = {growth_n:.2f}")
+    print(f"memory: the columns {cols.nbytes() / n:.0f} B/txn; one compiled run's Python-side "
+          f"peak (tracemalloc: its result) {peak / 1e3:.0f} kB (the core holds only the runs in "
+          f"flight)")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"transactions": n, **load_json, "import": imported, "runs": rows,
                        "growth_w": growth_w, "growth_n": growth_n,
-                       "memory_peaks": [peak_small, peak_large, peak_mdb_small, peak_mdb_large]},
-                      fh, indent=2)
+                       "run_python_peak_bytes": peak}, fh, indent=2)
     return 0
 
 

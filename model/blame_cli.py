@@ -27,7 +27,10 @@ def cmd_blame(args) -> int:
     topts = _tracker_options(args, sched.tracker)
     aopts = _applier_options(args)
     bugs = _bugs(args)
-    res = blame_trace(trace.txns, sched.name, args.workers, profile, bugs=bugs,
+    from .columnar import ColumnarTxns, from_txns
+    # the trace's columns go with it: the compiled engine (the default) makes the run
+    txns = ColumnarTxns(lambda: from_txns(trace.txns), lambda: iter(trace.txns))
+    res = blame_trace(txns, sched.name, args.workers, profile, bugs=bugs,
                       tracker_options=topts, applier_options=aopts)
     out = summary(res, top=args.top)
     out["profile"] = profile.name
@@ -74,7 +77,7 @@ def _change(x) -> str:
 
 
 def add_subcommands(sub, add_model_options) -> None:
-    from .cli import SCHEDULER_HELP, _positive_int
+    from .cli import SCHEDULER_HELP, _positive_int, add_engine_option
     b = sub.add_parser(
         "blame", help="which transactions hold the replica back, and what splitting them buys",
         description="Simulate one scheduler with W workers and attribute every wait (commit "
@@ -100,4 +103,5 @@ def add_subcommands(sub, add_model_options) -> None:
     b.add_argument("--json", action="store_true", help="the numbers as JSON")
     b.add_argument("-o", "--output", help="write to this file instead of standard output")
     add_model_options(b)
+    add_engine_option(b)
     b.set_defaults(func=cmd_blame)

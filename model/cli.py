@@ -26,7 +26,8 @@ from .trace import TraceError, iter_trace, load_trace, write_trace
 # sets `func` on its parsers; a command raising one of the errors caught in `main` (or
 # `UsageError`) gets the one-line error treatment.
 PLUGIN_COMMANDS = ("commitsched.checks.bound_cli", "commitsched.report.cli",
-                   "commitsched.checks.conformance_cli", "commitsched.blame_cli")
+                   "commitsched.checks.conformance_cli", "commitsched.blame_cli",
+                   "commitsched.lag_cli", "commitsched.calibrate_cli")
 
 # Traces bigger than this are re-read for each run instead of held in memory.
 STREAM_ABOVE_BYTES = 64 * 1024 * 1024
@@ -68,6 +69,14 @@ def _positive_float(text: str) -> float:
     return v
 
 
+def _profile_name(text: str) -> str:
+    """A profile's name, or a profile file (checked when the profile is loaded)."""
+    if text in PROFILES or os.sep in text or text.endswith(".json") or os.path.isfile(text):
+        return text
+    raise argparse.ArgumentTypeError(f"unknown profile {text!r}; known: "
+                                     f"{', '.join(sorted(PROFILES))}, or a profile file")
+
+
 def _on_off(text: str) -> bool:
     if text.lower() in ("on", "1", "true", "yes"):
         return True
@@ -77,7 +86,10 @@ def _on_off(text: str) -> bool:
 
 
 class TraceSource:
-    """A trace to run several times: held in memory, or re-read per run when it is large."""
+    """A trace to run several times: held in memory, or re-read per run when it is large. Its
+    columns (model/columnar.py), which the compiled engine runs on, come with every `txns()`:
+    a large trace's are built while it is validated (its Txn objects are never all held), a
+    small one's from its Txn objects the first time a run needs them."""
 
     def __init__(self, path: str):
         self.path = path
@@ -86,18 +98,30 @@ class TraceSource:
         except OSError:
             size = 0
         self.streaming = size > STREAM_ABOVE_BYTES
+        self._columns = None
         if self.streaming:
-            self.source, txns = iter_trace(path)
-            self.count = sum(1 for _ in txns)   # validates the whole file before any run
+            from .columnar import load_columns
+            self.source, self._columns = load_columns(path)   # validates the whole file first
+            self.count = self._columns.n
             self._txns = None
         else:
             trace = load_trace(path)
             self.source, self._txns, self.count = trace.source, trace.txns, len(trace.txns)
 
-    def txns(self):
+    def columns(self):
+        if self._columns is None:
+            from .columnar import from_txns
+            self._columns = from_txns(self._txns)
+        return self._columns
+
+    def _iter(self):
         if self._txns is not None:
             return iter(self._txns)
         return iter_trace(self.path)[1]
+
+    def txns(self):
+        from .columnar import ColumnarTxns
+        return ColumnarTxns(self.columns, self._iter)
 
 
 def _mysql_defaults(args, source: dict):
@@ -217,7 +241,8 @@ def _score(args, inp, profile, bugs, started: float) -> int:
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), progress=progress,
                           skip_unfit=not args.scheduler_given, z3_bound=args.z3_bound,
-                          z3_timeout=args.z3_timeout, jobs=args.jobs)
+                          z3_timeout=args.z3_timeout, jobs=args.jobs,
+                          cluster=getattr(args, "cluster", None))
     progress.done()
     if mysql is not None:
         for r in results:
@@ -350,9 +375,11 @@ SCHEDULER_HELP = ("a scheduler: TRACKER+APPLIER or `serial`. Trackers: serial, d
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model options")
-    g.add_argument("--profile", default="ideal", choices=sorted(PROFILES),
-                   help="machine / cost profile for costs the trace lacks (default: "
-                        f"{DEFAULT_PROFILE} for score and report, a real MariaDB replica "
+    g.add_argument("--profile", default="ideal", type=_profile_name, metavar="NAME|FILE",
+                   help="machine / cost profile for costs the trace lacks: one of "
+                        f"{', '.join(sorted(PROFILES))}, or a profile file written by "
+                        "`commitsched calibrate` for your own replica (default: "
+                        f"{DEFAULT_PROFILE} for score, lag and report, a real MariaDB replica "
                         "measured on 16 cores; ideal, the trace's own costs only, for the "
                         "others)")
     g.add_argument("--cores", type=_positive_int, metavar="N",
@@ -383,6 +410,17 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                    help="slave_group_commit: binlog_commit_wait_usec of the intermediate replica")
     g.add_argument("--inject-bug", action="append", metavar="NAME",
                    help="turn on a catalogue bug (design §7) to see what it breaks; repeatable")
+
+
+def add_engine_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=["compiled", "reference"], default=None,
+                   help="the simulation engine: compiled (default: the Rust core, "
+                        "model/simcore_rs) or reference (the Python model, the specs' twin); "
+                        "both give the same schedules (tests/test_engine_*.py). Runs the "
+                        "compiled core does not have use the reference whatever this says: "
+                        "tracker bugs, victim_wakeup_lost, "
+                        "ticket_overflow, replica_locks, and the certification-based "
+                        "schedulers")
 
 
 def _add_mysql_option(p: argparse.ArgumentParser) -> None:
@@ -449,8 +487,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--z3-timeout", type=_positive_float, default=10.0, metavar="S",
                    help="seconds z3 may take per (workers, regime) before the heuristic bound "
                         "is used (default 10)")
+    s.add_argument("--cluster", metavar="ADDRESS",
+                   help="run the (scheduler, W) runs on a Dask distributed cluster instead of "
+                        "the local process pool: its scheduler's address (tcp://host:8786), or "
+                        "local:N for N worker processes on this machine; a lost worker's runs "
+                        "are run again elsewhere; the results do not depend on it "
+                        "(model/distributed.py)")
     _add_model_options(s)
     _add_mysql_option(s)
+    add_engine_option(s)
     s.set_defaults(func=cmd_score, profile=DEFAULT_PROFILE)
 
     sc = sub.add_parser("schedule", help="print the per-transaction schedule of one run",
@@ -567,11 +612,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .schedulers import SchedulerError
     from .simcore import SimulationError
     from .trackers import TrackerError
+    from .distributed import ClusterError
     started = time.perf_counter()
+    if getattr(args, "engine", None):
+        from . import engine
+        engine.set_default(args.engine)
     try:
         return args.func(args)
     except (TraceError, SchedulerError, SimulationError, ProfileError, TrackerError,
-            UsageError) as e:
+            UsageError, ClusterError) as e:
         print(f"commitsched: error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -408,7 +408,7 @@ class _Source(WorkloadShapes):
                 commit_id=commit_id, flags=flags, session=m.client,
                 db=(SCHEMA,) if not writes else None,
                 ddl=m.ddl, no_pk=m.no_pk, fk_parent=m.fk_parent,
-                exec=m.exec, commit=p.commit_us, timestamp=round(t, 1)))
+                exec=m.exec, commit=p.commit_us, timestamp=round(t / 1e6, 7)))
         if p.rotate_every and self.in_file >= p.rotate_every:
             self.file += 1
             self.offset = self.abs_seq

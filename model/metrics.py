@@ -129,6 +129,12 @@ def heuristic_bounds_for(txns: Iterable, profile: Profile,
             ordered_key = {k: c for k, c in ordered_key.items() if c > horizon}
     span_in_order = ordered_prev
     span_free = free_all
+    return bounds_by_w(work, span_in_order, span_free, workers)
+
+
+def bounds_by_w(work: float, span_in_order: float, span_free: float, workers) -> dict[int, dict]:
+    """The bounds for each W from the pass's three sums (the Python pass above, or the compiled
+    core's, engine.heuristic_bounds)."""
     out = {}
     for w in sorted(set(workers)):
         work_bound = work / w

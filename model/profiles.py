@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field, replace
 
@@ -282,13 +283,67 @@ class ProfileError(ValueError):
     pass
 
 
+def _profile_from_json(obj: object, path: str) -> Profile:
+    """One profile object of a profile file, every term checked: an unknown term (a newer
+    commitsched's, or a typo) is refused rather than silently ignored."""
+    if not isinstance(obj, dict):
+        raise ProfileError(f"{path}: a profile must be a JSON object, got {type(obj).__name__}")
+    types = {f.name: f.type for f in dataclasses.fields(Profile)}
+    unknown = sorted(set(obj) - set(types))
+    if unknown:
+        raise ProfileError(f"{path}: unknown profile term(s) {', '.join(unknown)} (written by a "
+                           f"newer commitsched?)")
+    for key in ("name", "exec_default", "commit_default", "sync", "dispatch", "retry",
+                "provenance"):
+        if key not in obj:
+            raise ProfileError(f"{path}: the profile has no {key!r}")
+    for key, value in obj.items():
+        kind = types[key]
+        ok = (isinstance(value, str) if kind == "str" else
+              isinstance(value, bool) if kind == "bool" else
+              isinstance(value, dict) if kind == "dict" else
+              isinstance(value, list) if kind == "tuple" else
+              value is None or (isinstance(value, int) and not isinstance(value, bool)
+                                and value >= 1) if kind == "int | None" else
+              isinstance(value, (int, float)) and not isinstance(value, bool)
+              and math.isfinite(value) and value >= 0)
+        if not ok:
+            raise ProfileError(f"{path}: profile term {key!r} has a bad value {value!r}")
+    kw = dict(obj)
+    if "band" in kw:
+        kw["band"] = tuple(kw["band"])
+    return Profile(**kw)
+
+
+def load_profile_file(path: str) -> Profile:
+    """The one profile of a file written by `commitsched calibrate` (or `{"profiles": [one]}`,
+    the format of profiles_fitted.json); ProfileError naming the file if it is not one."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ProfileError(f"{path}: {e.strerror or e}") from None
+    except (ValueError, RecursionError) as e:
+        raise ProfileError(f"{path}: not a JSON profile file ({str(e)[:80]})") from None
+    if isinstance(data, dict) and "profiles" in data:
+        data = data["profiles"]
+        if not isinstance(data, list) or len(data) != 1:
+            raise ProfileError(f"{path}: expected exactly one profile in \"profiles\"")
+        data = data[0]
+    return _profile_from_json(data, path)
+
+
 def get_profile(name: str, *, cores: int | None = None, durability: str | None = None,
                 log_replica_updates: bool | None = None) -> Profile:
-    """A named profile, with its `cores`, durability and binlog setting replaced when given."""
+    """A named profile, or the one of a profile file (a path: `commitsched calibrate`'s
+    output), with its `cores`, durability and binlog setting replaced when given."""
     try:
         profile = PROFILES[name]
     except KeyError:
-        raise ProfileError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None
+        if not (os.sep in name or name.endswith(".json") or os.path.isfile(name)):
+            raise ProfileError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}, or a "
+                               f"profile file (`commitsched calibrate -o FILE`)") from None
+        profile = load_profile_file(name)
     profile = profile.with_durability(durability).with_log_replica_updates(log_replica_updates)
     if cores is not None:
         if cores < 1:

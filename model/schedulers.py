@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from . import engine as engine_mod
 from . import trackers as trackers_mod
 from .applier_mariadb import MARIADB_BUGS, MODES, simulate_mariadb
 from .applier_mysql import MYSQL_BUGS, simulate_database, simulate_logical_clock
 from .profiles import Profile
-from .simcore import CAUSES, SimulationError, TxnRun
+from .metrics import RunMetrics
+from .simcore import CAUSES, Arrival, SimulationError, TxnRun
 
 APPLIERS = ("mysql",) + tuple(f"mariadb_{m}" for m in MODES)
 # Which tracker output each applier reads.
@@ -66,16 +68,21 @@ def parse_scheduler(name: str) -> Scheduler:
     return Scheduler(name, tracker, applier)
 
 
-def simulate_serial(txns: Iterable, profile: Profile, sink: Callable[[TxnRun], None]) -> dict:
-    """One SQL thread: it reads each transaction from the relay log (the profile's `dispatch`
-    cost, as a parallel replica's coordinator pays it), executes it, then commits it with its
-    own sync."""
+def simulate_serial(txns: Iterable, profile: Profile, sink: Callable[[TxnRun], None],
+                    arrival: Arrival | None = None) -> dict:
+    """One SQL thread: it reads each transaction from the relay log once it is there
+    (`arrival`; the profile's `dispatch` cost, as a parallel replica's coordinator pays it),
+    executes it, then commits it with its own sync."""
     t = 0.0
     exec_cost, commit_cost, sync = profile.exec_cost, profile.commit_cost, profile.group_sync
     dispatch = profile.dispatch_cost
     for txn in txns:
         run = TxnRun(txn, None, exec_cost(txn), commit_cost(txn))
         run.worker = 0
+        if arrival is not None:
+            run.arrival = arrival(txn.seq)
+            if run.arrival > t:
+                t = run.arrival
         run.dispatch = t
         run.start = t = t + dispatch(txn, 1)
         run.exec_end = t + run.exec
@@ -87,14 +94,49 @@ def simulate_serial(txns: Iterable, profile: Profile, sink: Callable[[TxnRun], N
 
 def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, profile: Profile,
                   sink: Callable[[TxnRun], None], *, bugs: frozenset[str] = frozenset(),
-                  tracker_options: dict | None = None, applier_options: dict | None = None
-                  ) -> dict[str, float]:
+                  tracker_options: dict | None = None, applier_options: dict | None = None,
+                  arrival: Arrival | None = None, engine: str | None = None) -> dict[str, float]:
     """Run one scheduler over `txns`; `sink` gets each committed run; returns blocked time by
-    cause. Raises SchedulerError (bad name/options/trace) or SimulationError (e.g. Deadlock)."""
+    cause. `arrival`: when each transaction reaches the relay log (an open replay,
+    model/replay.py); none: a closed backlog. Raises SchedulerError (bad name/options/trace)
+    or SimulationError (e.g. Deadlock).
+
+    `engine` ("compiled" | "reference"; None: `engine.default()`): with "compiled", a run whose
+    transactions carry their columns (`columnar.ColumnarTxns`, what `TraceSource.txns()`
+    gives) and whose sink is a plain `RunMetrics`, or takes its runs in seq order (a sink with
+    `seq_order = True`, fed the records rebuilt from the core's schedule), goes to the compiled
+    core when it has that run (`engine.unsupported`); anything else runs in the reference
+    model."""
     if isinstance(scheduler, str):
         scheduler = parse_scheduler(scheduler)
+    seq_order = getattr(sink, "seq_order", False)
+    if (type(sink) is RunMetrics or seq_order) and (engine or engine_mod.default()) == "compiled":
+        get_columns = getattr(txns, "get_columns", None)
+        columns = get_columns() if get_columns is not None else None
+        if columns is not None and engine_mod.unsupported(
+                scheduler, columns, bugs, tracker_options, applier_options) is None:
+            if not scheduler.is_serial:      # its options checked as the reference checks them
+                try:
+                    trackers_mod.get_tracker(scheduler.tracker, bugs=frozenset(bugs) - APPLIER_BUGS,
+                                             **(tracker_options or {}))
+                except trackers_mod.TrackerError as e:
+                    raise SchedulerError(str(e)) from None
+                if workers < 1:
+                    raise SimulationError("workers must be at least 1")
+                mode = scheduler.applier.removeprefix("mariadb_")
+                if scheduler.applier != "mysql" and mode not in MODES:
+                    raise SimulationError(f"unknown MariaDB mode {mode!r}")
+            out = engine_mod.simulate(scheduler, columns, workers, profile, bugs=bugs,
+                                      tracker_options=tracker_options,
+                                      applier_options=applier_options, arrival=arrival,
+                                      schedule=seq_order)
+            if seq_order:
+                engine_mod.feed(scheduler, out, txns, columns, profile, sink, arrival)
+            else:
+                engine_mod.fill_metrics(sink, out)
+            return out["blocked"]
     if scheduler.is_serial:
-        return simulate_serial(txns, profile, sink)
+        return simulate_serial(txns, profile, sink, arrival)
     applier_bugs = frozenset(bugs) & APPLIER_BUGS
     tracker_bugs = frozenset(bugs) - APPLIER_BUGS
     try:
@@ -104,6 +146,8 @@ def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, prof
         raise SchedulerError(str(e)) from None
     stream = tracker.annotate(txns)
     opts = dict(applier_options or {})
+    if arrival is not None:
+        opts["arrival"] = arrival
     try:
         if scheduler.applier == "mysql":
             if tracker.kind == "database":
@@ -125,11 +169,21 @@ def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, prof
 
 def collect(scheduler: Scheduler | str, txns: Iterable, workers: int, profile: Profile,
             **kwargs) -> tuple[list[TxnRun], dict[str, float]]:
-    """Run and keep every run record, in seq order (tests, `schedule`)."""
-    runs: list[TxnRun] = []
-    blocked = run_scheduler(scheduler, txns, workers, profile, runs.append, **kwargs)
+    """Run and keep every run record, in seq order (tests, `schedule`, `blame`). Transactions
+    that carry their columns (`columnar.ColumnarTxns`) may run in the compiled core, whose
+    schedule comes back as the same records."""
+    runs = _Records()
+    blocked = run_scheduler(scheduler, txns, workers, profile, runs, **kwargs)
     runs.sort(key=lambda r: r.seq)
-    return runs, blocked
+    return list(runs), blocked
+
+
+class _Records(list):
+    """A sink keeping every record; their order does not matter (sorted after)."""
+    seq_order = True
+
+    def __call__(self, run: TxnRun) -> None:
+        self.append(run)
 
 
 __all__ = ["Scheduler", "SchedulerError", "SimulationError", "parse_scheduler", "run_scheduler",

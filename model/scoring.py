@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
+
+import numpy as np
 import os
 from typing import Callable, Iterator, Sequence
 
@@ -57,7 +59,7 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
                 skip_unfit: bool = True, z3_bound: str = "auto",
                 z3_timeout: float = 10.0, jobs: int = 1,
                 bounds: dict[int, dict] | None = None,
-                keep: dict | None = None) -> list[dict]:
+                keep: dict | None = None, cluster: str | None = None) -> list[dict]:
     """One result per (scheduler, workers); `serial` once, with one worker. `trace` has
     `.txns()` (a fresh iterator per call) and `.count`. A scheduler the trace cannot feed (e.g.
     commit_id without commit ids) is skipped with a note on stderr when `skip_unfit`.
@@ -68,7 +70,10 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
     `bounds`: the heuristic bounds by W (`heuristic_bounds`) when the caller has them already;
     computed here otherwise (`heuristic_bounds_by_w`). `keep`: a dict to fill with (scheduler,
     W) -> (RunMetrics, blocked) of every run that finished, for a caller that needs a run's
-    figures again under other terms (the report's what-ifs), instead of running it again."""
+    figures again under other terms (the report's what-ifs), instead of running it again.
+    `cluster`: run the sweep's runs on a Dask cluster instead of the local process pool (its
+    scheduler's address, or "local:N" for a cluster of N worker processes on this machine;
+    model/distributed.py); the results are the same."""
     z3_mode, z3_cap = z3_bound, z3_timeout
     z3_cache: dict = {}
     names = list(schedulers or DEFAULT_SCHEDULERS)
@@ -108,7 +113,7 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
     results = []
     unfit: set[str] = set()
     for i, (sched, w, outcome) in enumerate(_sweep(trace, runs, common, jobs, known, shares,
-                                                   tick_of(progress), alike)):
+                                                   tick_of(progress), alike, cluster)):
         progress(f"{i + 1}/{len(runs)} runs done ({sched.name} W={w})")
         if sched.name in unfit:
             continue
@@ -222,7 +227,15 @@ def same_one_thread_run(sched, workers: int, bugs) -> bool:
 
 def tracker_unfit(trace, tracker: str, tracker_options: dict) -> str | None:
     """Why `tracker` cannot annotate the trace (what a run of it would fail with), or None."""
+    from . import engine
     from .trackers import TrackerError, get_tracker
+    columns = engine.columns_of(trace.txns())
+    if columns is not None and tracker in engine.COMPILED_TRACKERS:
+        try:                        # the core's tracker: the same verdict, the same message
+            engine.annotation(columns, tracker, tracker_options)
+        except SchedulerError as e:
+            return str(e)
+        return None
     try:
         for _ in get_tracker(tracker, **tracker_options).annotate(trace.txns()):
             pass
@@ -256,11 +269,20 @@ def same_stream(trace, a: tuple[str, dict], b: tuple[str, dict]) -> bool:
     id). One pass over both, stopped at the first difference; an unfit tracker is never alike.
     tests/test_same_stream_runs.py checks the shared rows against runs made for them."""
     from itertools import tee, zip_longest
+    from . import engine
     from .trackers import TrackerError, get_tracker
     try:
         ta, tb = get_tracker(a[0], **a[1]), get_tracker(b[0], **b[1])
         if ta.kind != tb.kind:
             return False
+        columns = engine.columns_of(trace.txns())
+        if (columns is not None and a[0] in engine.COMPILED_TRACKERS
+                and b[0] in engine.COMPILED_TRACKERS):     # the core's annotations, compared
+            try:
+                da, db = (engine.annotation(columns, *a), engine.annotation(columns, *b))
+            except SchedulerError:
+                return False
+            return all(np.array_equal(da[k], db[k]) for k in da)
         xs, ys = tee(trace.txns())          # the same Txn objects, read once
         end = (None, object())
         for (x, dx), (y, dy) in zip_longest(ta.annotate(xs), tb.annotate(ys), fillvalue=end):
@@ -302,22 +324,37 @@ def _same_stream_shares(trace, runs: list, bugs, known: dict, shares: dict) -> d
     return out
 
 
+def _work(i: int, trace, runs: list, common: tuple, shares: dict, engine_name: str):
+    """Run i of a sweep (in this process, a forked one or a cluster's worker)."""
+    from . import engine
+    if engine.default() != engine_name:         # a cluster's worker did not inherit it
+        engine.set_default(engine_name)
+    sched, w, bound, topts = runs[i]
+    if i in shares:
+        return tracker_unfit(trace, sched.tracker, topts)
+    return _run_one(trace, sched, w, bound, topts, common)
+
+
 def _sweep(trace, runs: list, common: tuple, jobs: int, known: dict, shares: dict, tick=None,
-           alike: dict | None = None):
+           alike: dict | None = None, cluster: str | None = None):
     """Yield (scheduler, W, outcome) in the order of `runs`, computed `jobs` at a time, but for
     the outcomes `known` already (by index); a run in `shares` takes the outcome of the run it
     names once its own tracker is found to fit the trace; a run in `alike` takes the outcome of
     the run it names (`same_stream`: nothing to check)."""
     alike = alike or {}
 
-    def work(i: int):
-        sched, w, bound, topts = runs[i]
-        if i in shares:
-            return tracker_unfit(trace, sched.tracker, topts)
-        return _run_one(trace, sched, w, bound, topts, common)
-
-    outcomes = fork_map(work, [i for i in range(len(runs)) if i not in known and i not in alike],
-                        jobs, tick)
+    from . import engine
+    todo = [i for i in range(len(runs)) if i not in known and i not in alike]
+    if cluster is not None:
+        from .distributed import cluster_map
+        get_columns = getattr(trace, "columns", None)
+        if callable(get_columns) and engine.default() == "compiled":
+            get_columns()               # built once here, not on every worker
+        outcomes = cluster_map(_work, todo, cluster, shared=(trace, runs, common, shares,
+                                                             engine.default()), tick=tick)
+    else:
+        outcomes = fork_map(lambda i: _work(i, trace, runs, common, shares, engine.default()),
+                            todo, jobs, tick)
     done: dict[int, tuple] = {}
     for i, (sched, w, bound, _) in enumerate(runs):
         if i in alike:
@@ -356,8 +393,14 @@ def _shared_outcome(outcome: tuple, sched, bound: dict, common: tuple) -> tuple:
 def heuristic_bounds_by_w(trace, profile: Profile, workers: Sequence[int],
                           jobs: int = 1) -> dict[int, dict]:
     """`heuristic_bounds` for each worker count, keyed by W in increasing order: one pass over
-    the trace for all of them (`metrics.heuristic_bounds_for`), so `jobs` does not matter."""
-    return heuristic_bounds_for(trace.txns(), profile, workers)
+    the trace for all of them (`metrics.heuristic_bounds_for`, or the compiled core's same pass
+    over the columns), so `jobs` does not matter."""
+    from . import engine
+    txns = trace.txns()
+    columns = engine.columns_of(txns)
+    if columns is not None and columns.seq0 is not None:
+        return engine.heuristic_bounds(columns, profile, workers)
+    return heuristic_bounds_for(txns, profile, workers)
 
 
 def default_jobs(requested: int | None = None) -> int:

@@ -41,10 +41,13 @@ class TxnRun:
     __slots__ = ("seq", "txn", "dep", "worker", "dispatch", "start", "exec_end", "ready",
                  "commit", "retries", "wasted", "exec", "commit_cost", "attempt", "phase",
                  "gco_wait", "spec_wait", "marked", "wait_since", "wait_cause", "done",
-                 "sync_cost")
+                 "sync_cost", "arrival")
 
-    def __init__(self, txn, dep, exec_cost: float, commit_cost: float):
+    def __init__(self, txn, dep, exec_cost: float, commit_cost: float, arrival: float = 0.0):
         self.seq = txn.seq
+        # when it reaches the replica's relay log (an open replay, model/replay.py); the
+        # coordinator / driver cannot read it before. 0: a closed backlog, all there at once.
+        self.arrival = arrival
         self.txn = txn
         self.dep = dep
         self.exec = exec_cost
@@ -438,18 +441,29 @@ class CpuPool:
             self.free += 1
 
 
-def new_runs(stream, profile, workers: int | None = None):
+# When a transaction reaches the replica (its relay log), by seq, in the profile's unit: an open
+# replay's arrivals (model/replay.py). None: a closed backlog, every transaction there at 0.
+Arrival = Callable[[int], float]
+
+
+def new_runs(stream, profile, workers: int | None = None, arrival: Arrival | None = None):
     """The tracker's `(txn, dep)` stream as run records carrying the profile's costs; with
     `workers`, a parallel applier's (`Profile.parallel_exec`: coordination on top, the
-    group-commit leader's part moved out)."""
+    group-commit leader's part moved out); with `arrival`, each run's arrival time."""
     exec_cost, commit_cost = profile.exec_cost, profile.commit_cost
     if workers is None:
         for txn, dep in stream:
-            yield TxnRun(txn, dep, exec_cost(txn), commit_cost(txn))
+            yield TxnRun(txn, dep, exec_cost(txn), commit_cost(txn),
+                         arrival(txn.seq) if arrival is not None else 0.0)
         return
     parallel_exec = profile.parallel_exec
+    if arrival is None:
+        for txn, dep in stream:
+            yield TxnRun(txn, dep, parallel_exec(txn, exec_cost(txn), workers), commit_cost(txn))
+        return
     for txn, dep in stream:
-        yield TxnRun(txn, dep, parallel_exec(txn, exec_cost(txn), workers), commit_cost(txn))
+        yield TxnRun(txn, dep, parallel_exec(txn, exec_cost(txn), workers), commit_cost(txn),
+                     arrival(txn.seq))
 
 
 def start_work(run: TxnRun, now: float, cpus: CpuPool | None, heap: list, counter,

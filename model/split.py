@@ -172,11 +172,16 @@ def split_point(txns: Sequence[Txn], chosen: dict[int, int], scheduler: str, wor
     trace with `chosen` split (split_txns)."""
     from .metrics import RunMetrics
     from .schedulers import run_scheduler
+    from . import engine
+    from .columnar import ColumnarTxns, from_txns
     new, _ = split_txns(txns, chosen, profile) if chosen else (list(txns), {})
+    # the rewritten trace's columns, for the compiled engine (`engine.default()`)
+    source = (ColumnarTxns(lambda: from_txns(new), lambda: iter(new))
+              if engine.default() == "compiled" and engine.available() else new)
     ms = {}
     for name, w in (("serial", 1), (scheduler, workers)):
         m = RunMetrics(w)
-        run_scheduler(name, iter(new), w, profile, m, bugs=bugs,
+        run_scheduler(name, source, w, profile, m, bugs=bugs,
                       tracker_options=tracker_options if name != "serial" else None,
                       applier_options=applier_options if name != "serial" else None)
         ms[name] = m.makespan

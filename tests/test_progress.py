@@ -106,7 +106,7 @@ def test_score_and_report_show_progress_on_a_terminal_only(capsys, monkeypatch, 
     assert "runs done (" in shown.err and f"reading {MARIADB_TRACE}" in shown.err
     if command[0] == "report":
         assert any(x.startswith("scaling: ") for x in lines)
-        assert any(x.startswith("windows, blame, what-ifs: ") for x in lines)
+        assert any(x.startswith("windows, blame, what-ifs, keeping up: ") for x in lines)
     assert shown.err.endswith(CLEAR)                        # cleared at the end
     monkeypatch.setattr(progress_mod, "is_terminal", lambda stream: True)
     assert _run(capsys, command + ["--quiet"]).err == plain.err     # notes only, if any

@@ -13,6 +13,7 @@ from ..schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler
 from ..scoring import fork_map, heuristic_bounds_by_w, score_trace
 from ..simcore import COORDINATOR_CAUSES
 from ..trackers import TrackerError, get_tracker
+from . import keeping_up
 from .blame_section import blame_section, plan_split, split_section
 from .gantt import is_barrier, segments
 from .depgraph import stallers
@@ -79,6 +80,9 @@ def tracker_pass(trace, name: str, options: dict) -> tuple[str | None, dict | No
     """One annotation pass of a tracker: (why it cannot feed the trace, or None; how much
     parallelism it declares: the mean window (clock: sequence_number - last_committed - 1) or
     the mean commit-group size (groups), or None)."""
+    fast = _compiled_pass(trace, name, options)
+    if fast is not None:
+        return fast
     try:
         tracker = get_tracker(name, **options)
         deps = [dep for _, dep in tracker.annotate(trace.txns())]
@@ -97,6 +101,34 @@ def tracker_pass(trace, name: str, options: dict) -> tuple[str | None, dict | No
             prev = gid
         return None, {"tracker": name, "kind": "groups",
                       "mean_group_size": round(len(deps) / n_groups, 4)}
+    return None, None
+
+
+def _compiled_pass(trace, name: str, options: dict):
+    """`tracker_pass` from the compiled core's annotation (model/engine.py), the same figures
+    from the same integers; None when the engine is the reference or the core lacks it."""
+    import numpy as np
+    from .. import engine
+    columns = engine.columns_of(trace.txns())
+    if columns is None or name not in engine.COMPILED_TRACKERS or columns.seq0 is None:
+        return None
+    try:
+        ann = engine.annotation(columns, name, options)
+    except SchedulerError as e:
+        return str(e), None
+    n = columns.n
+    if n == 0:
+        return None, None
+    kind = get_tracker(name, **options).kind
+    if kind == "clock":        # statistics.fmean of integers: their exact sum as a float / n
+        total = int(np.maximum(0, ann["b"] - ann["a"] - 1).sum())
+        return None, {"tracker": name, "kind": "clock", "mean_window": round(float(total) / n, 4)}
+    if kind == "groups":
+        gid = ann["a"]
+        new = np.ones(n, bool)
+        new[1:] = (gid[1:] == 0) | (gid[1:] != gid[:-1])
+        return None, {"tracker": name, "kind": "groups",
+                      "mean_group_size": round(n / int(new.sum()), 4)}
     return None, None
 
 
@@ -361,7 +393,14 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                           wait_counts=wait_counts, results=results, kept=kept, shape=passes,
                           sample=sample_window(trace, whatif_sample))
         whatifs.plan(tasks)
-    done = tasks.run(jobs, progress, "windows, blame, what-ifs")
+    # Keeping up: the recommended configuration and the server default at the same workers
+    # (the schedule windows' picks), replayed as the trace arrived
+    lag_picks = [(name, w) for name, w, _ in picks]
+    planned_lag = keeping_up.plan(tasks, trace, profile, lag_picks, workers,
+                                  tracker_options=tracker_options,
+                                  applier_options=applier_options, bugs=bugs,
+                                  sample=whatif_sample) if lag_picks else None
+    done = tasks.run(jobs, progress, "windows, blame, what-ifs, keeping up")
 
     later = Tasks()
     runs = done["window"] if picks else []
@@ -385,6 +424,8 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
         data["blame"] = section
     if whatifs is not None:
         data["whatif"] = whatifs.assemble(done)
+    if planned_lag is not None:
+        data["keeping_up"] = keeping_up.assemble(planned_lag, done)
     return Report(data, windows)
 
 

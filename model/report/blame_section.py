@@ -22,7 +22,7 @@ def blame_section(trace, profile, scheduler: str, workers: int, *, tracker_optio
                            f"{MAX_TRANSACTIONS:,} this section takes (it keeps every run's "
                            f"record); `commitsched blame` answers it for a trace of that size "
                            f"or a part of this one"}, []
-    res = blame_trace(list(trace.txns()), scheduler, workers, profile, bugs=bugs,
+    res = blame_trace(trace.txns(), scheduler, workers, profile, bugs=bugs,
                       tracker_options=tracker_options, applier_options=applier_options)
     out = summary(res, top=top)
     out["headline_text"] = headline_text(out)

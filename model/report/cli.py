@@ -146,7 +146,7 @@ def cmd_explain(args) -> int:
 
 def add_subcommands(sub, add_model_options) -> None:
     from ..cli import (SCHEDULER_HELP, _add_input_arguments, _add_mysql_option, _positive_int,
-                       _workers)
+                       _workers, add_engine_option)
     from ..profiles import DEFAULT_PROFILE
     r = sub.add_parser(
         "report", help="an HTML (or Markdown) report of a trace or binlogs: workers, "
@@ -193,6 +193,7 @@ def add_subcommands(sub, add_model_options) -> None:
                         "depend on it")
     add_model_options(r)
     _add_mysql_option(r)
+    add_engine_option(r)
     r.set_defaults(func=cmd_report, profile=DEFAULT_PROFILE)
 
     e = sub.add_parser(

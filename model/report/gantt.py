@@ -80,7 +80,11 @@ class WindowSink:
     the same window, found with the same sums in the same order, without knowing it before the
     run ends (two runs otherwise: one for the idle times, one for the window's records) and
     without keeping every record. Records come in commit order; they are taken in seq order
-    (from `first_seq` on, consecutive; a seq that never comes holds the rest until `window()`)."""
+    (from `first_seq` on, consecutive; a seq that never comes holds the rest until `window()`).
+    Since it takes them in seq order, the compiled engine may hand it its records in that order
+    (`seq_order`, model/schedulers.run_scheduler)."""
+
+    seq_order = True
 
     def __init__(self, size: int = 40, start_seq: int | None = None, first_seq: int = 1):
         self.size, self.start = max(1, size), start_seq

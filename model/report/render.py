@@ -133,6 +133,35 @@ def figures(report: Report) -> dict[str, tuple[str, str]]:
             f"from its start to its commit; waits dotted. Blame follows each wait back to the "
             f"transaction whose own work it waited for (docs/blame.md).",
             stall_svg(b["stall"]))
+    ku = d.get("keeping_up") or {}
+    if ku.get("configs"):
+        series = [{"name": f"{c['scheduler']} W={c['workers']}",
+                   "points": [(t, v) for t, v in c["lag_over_time"]]}
+                  for c in ku["configs"] if "error" not in c]
+        if series:
+            figs["lag_over_time"] = (
+                "Lag over time, the trace replayed as it arrived: for each slice of the "
+                "source's time, the largest lag (replica commit minus source commit) of the "
+                "transactions committed on the source in it." + (
+                    " The source's commit times are whole seconds, spread over each second."
+                    if ku["timestamps"] != "µs" else ""),
+                line_chart(series, title="Lag over time", xlabel="source time, s",
+                           ylabel="lag, s", unit=" s", log2_x=False))
+    if ku.get("headroom"):
+        series = [{"name": name, "points": [(r["workers"], r["headroom"]) for r in rows
+                                            if "headroom" in r]}
+                  for name, rows in ku["headroom"].items()]
+        ws = [w for s in series for w, _ in s["points"]] or [1]
+        series.append({"name": "today's pace (1x)", "colour": "#bbbbbb", "style": "dotted",
+                       "points": [(min(ws), 1.0), (max(ws), 1.0)]})
+        figs["headroom"] = (
+            "Headroom against worker count: the largest factor the source's pace could be "
+            "multiplied by with the replica still keeping up (bisected to 1%); below the dotted "
+            "line it falls behind today." + (
+                f" Bisected on the middle {ku['headroom_sample']['transactions']:,} "
+                f"transactions." if ku.get("headroom_sample") else ""),
+            line_chart(series, title="Headroom against workers", xlabel="workers",
+                       ylabel="pace factor", unit="x"))
     wi = d.get("whatif")
     if wi:
         sample = wi.get("sample")
@@ -257,6 +286,10 @@ def _answers(d: dict) -> list[tuple[str, list[str]]]:
     elif b.get("skipped"):          # said, not silently left out (a long trace)
         out.append(("Which transactions hold the replica back?",
                     [f"Not answered in this report: {b['skipped']}."]))
+    ku = d.get("keeping_up")
+    if ku is not None:
+        out.append(("Will the replica keep up with the source's pace?",
+                    ku.get("answer") or [f"Not answered in this report: {ku['skipped']}."]))
     wi = d.get("whatif") or {}
     out.append(("Should I delay commits on the source?",
                 wi.get("delay_advice") or ["(what-if sweeps not run)"]))
@@ -283,9 +316,10 @@ def _results_table(d: dict) -> tuple[list[str], list[list[str]]]:
 
 
 ORDER = ("speedup", "throughput", "per_worker_count", "per_worker_busy", "blocked", "blame_stall",
-         "gantt_1", "gantt_2", "depgraph", "whatif_tracking", "whatif_durability",
-         "whatif_commit_wait")
+         "lag_over_time", "headroom", "gantt_1", "gantt_2", "depgraph", "whatif_tracking",
+         "whatif_durability", "whatif_commit_wait")
 SECTIONS = {"speedup": "Scaling", "per_worker_count": "Per worker", "blocked": "Where time goes",
+            "lag_over_time": "Keeping up",
             "blame_stall": "Which transactions hold the replica back",
             "gantt_1": "A schedule window", "depgraph": "Dependencies of the window",
             "whatif_tracking": "What if"}

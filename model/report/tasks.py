@@ -71,11 +71,23 @@ def stall_window(trace, name: str, workers: int, profile, opts: dict, size: int,
 def seq_window(trace, name: str, workers: int, profile, opts: dict, lo: int, hi: int) -> list:
     """The run records of seq lo..hi (only those are kept: a long trace's schedule is never
     held in memory)."""
-    sel: list = []
-    run_scheduler(name, trace.txns(), workers, profile,
-                  lambda r: sel.append(r) if lo <= r.seq <= hi else None, **opts)
-    sel.sort(key=lambda r: r.seq)
-    return sel
+    sink = _SeqRange(lo, hi)
+    run_scheduler(name, trace.txns(), workers, profile, sink, **opts)
+    sink.sel.sort(key=lambda r: r.seq)
+    return sink.sel
+
+
+class _SeqRange:
+    """Keeps the run records of seq lo..hi; the order they come in does not matter (sorted
+    after), so the compiled engine may feed it (`seq_order`)."""
+    seq_order = True
+
+    def __init__(self, lo: int, hi: int):
+        self.lo, self.hi, self.sel = lo, hi, []
+
+    def __call__(self, run) -> None:
+        if self.lo <= run.seq <= self.hi:
+            self.sel.append(run)
 
 
 def windows_task(trace, picks: list, profile, run_opts, size: int, start: int | None,

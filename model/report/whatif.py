@@ -43,7 +43,10 @@ class TraceWindow:
             self.last_seq = txn.seq
 
     def txns(self):
-        return islice(self.trace.txns(), self.start, self.start + self.count)
+        txns = self.trace.txns()
+        if hasattr(txns, "slice"):          # columnar.ColumnarTxns: the slice keeps its columns
+            return txns.slice(self.start, self.count)
+        return islice(txns, self.start, self.start + self.count)
 
 
 def sample_window(trace, size: int | None) -> TraceWindow | None:

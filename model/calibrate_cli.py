@@ -1,0 +1,154 @@
+"""`commitsched calibrate` (picked up by commitsched.cli.PLUGIN_COMMANDS): a machine profile from
+the user's own replica (model/calibrate_replica.py, docs/lag.md)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def _seconds(text: str) -> float:
+    from .lag_cli import _duration
+    return _duration(text)
+
+
+def cmd_calibrate(args) -> int:
+    from .calibrate_replica import CalibrateError, Window, described, fit, record
+    from .cli import UsageError, _emit
+    from .progress import Progress
+    from .profiles import get_profile
+    from .replica_live import LiveError, parse_url
+    from .trace import write_text_atomic
+    if (args.replica is None) == (args.samples is None):
+        raise UsageError("calibrate: give --replica URL (sample a live replica) or --samples "
+                         "FILE (a window recorded with --record), not both")
+    if args.output and not (args.binlog or args.source):
+        raise UsageError("calibrate: fitting a profile needs the binlog of the window: "
+                         "--binlog FILES (or --source URL to read it from the source)")
+    if not args.output and not args.record:
+        raise UsageError("calibrate: say what to write: -o PROFILE.json, --record WINDOW.json, "
+                         "or both")
+    progress = Progress(args.quiet, started=time.monotonic())
+    try:
+        if args.replica is not None:
+            window = record(parse_url(args.replica), window=args.window, interval=args.interval,
+                            probe=args.probe, probe_at=args.probe_at, fsync=args.fsync_ms,
+                            cores=args.cores, progress=progress)
+            if args.record:
+                write_text_atomic(args.record, json.dumps(window.to_json()) + "\n")
+        else:
+            window = Window.from_file(args.samples)
+        if not args.output:
+            progress.done()
+            print(f"recorded {len(window.samples)} samples of {window.replica} in "
+                  f"{args.record}", file=sys.stderr)
+            return 0
+        from .calibrate_replica import nearest_base
+        base = get_profile(args.base or nearest_base(args.cores or window.cores))
+        progress("reading the binlog of the window")
+        txns = _window_txns(args, window)
+        result = fit(window, txns, base, cores=args.cores, fsync=args.fsync_ms,
+                     progress=progress)
+    except (LiveError, CalibrateError) as e:
+        raise UsageError(f"calibrate: {e}") from None
+    progress.done()
+    name = args.name or args.output.rsplit("/", 1)[-1].removesuffix(".json")
+    profile = described(result, window, base, name)
+    write_text_atomic(args.output, json.dumps({"profiles": [profile.to_json()]}, indent=1)
+                      + "\n")
+    _emit(summary(result, window, profile, args.output), None)
+    return 0
+
+
+def _window_txns(args, window) -> list:
+    """The binlog of the window as transactions: the files given, or read from the source."""
+    from .inputs import opened
+    from .trace import load_trace
+    paths = list(args.binlog or [])
+    if args.source:
+        from .binlog_fetch import fetch_binlogs
+        with fetch_binlogs(args.source, window) as fetched:
+            with opened("calibrate", fetched, schema=args.schema, quiet=args.quiet) as inp:
+                return list(load_trace(inp.trace).txns)
+    with opened("calibrate", paths, schema=args.schema, quiet=args.quiet) as inp:
+        return list(load_trace(inp.trace).txns)
+
+
+def summary(result, window, profile, path: str) -> str:
+    s = window.settings
+    lines = [f"calibrated {path} on {window.replica} ({s.get('version')}): "
+             f"{s.get('scheduler')} W={s.get('workers')}, {s.get('durability')}, "
+             f"log_replica_updates {'on' if s.get('log_replica_updates') else 'off'}, "
+             f"{profile.cores} cores",
+             f"  CPU terms: {result.cpu_scale:.3f} x the base profile's (fitted on "
+             f"{result.samples_used} samples with a backlog; mean squared error "
+             f"{result.loss:.1f} transactions^2)",
+             f"  flush latencies: {result.flush_scale:.3f} x the base profile's "
+             f"(fsync {window.fsync_ms} ms)"]
+    if result.measured_drain is not None:
+        fitted = ("never" if result.fitted_drain is None else f"{result.fitted_drain:.2f} s")
+        lines.append(f"  the probe's drain: measured {result.measured_drain:.2f} s, replayed "
+                     f"{fitted}")
+    if window.workers_after:
+        before = window.workers_before or {}
+        counts = {w: c - before.get(w, 0) for w, c in window.workers_after.items()}
+        total = sum(counts.values()) or 1
+        lines.append("  measured share per worker: " + " ".join(
+            f"{w}:{c / total:.0%}" for w, c in sorted(counts.items(), key=lambda x: int(x[0]))))
+    lines += [f"  note: {n}" for n in result.notes]
+    lines.append(f"use it: commitsched lag BINLOG --profile {path} (or score, report)")
+    return "\n".join(lines) + "\n"
+
+
+def add_subcommands(sub, add_model_options) -> None:
+    from .cli import _positive_float, _positive_int
+    p = sub.add_parser(
+        "calibrate", help="fit a machine profile on your own replica (read-only unless "
+                          "--probe)",
+        description="Sample a live replica's applied position over a window (read-only: the "
+                    "version, its parallel settings, durability and binlog setting, its "
+                    "applied and received GTIDs), then, with the binlog of that window, fit "
+                    "the machine's speed so that replaying the window reproduces the measured "
+                    "pace: a profile for score, lag and report (--profile FILE). The fit needs "
+                    "a stretch where the replica had a backlog: --probe SECONDS stops its SQL "
+                    "thread that long, starts it again and times the catch-up (never the "
+                    "default; the SQL thread is restarted on every path). --record keeps the "
+                    "window to fit later with --samples (docs/lag.md).")
+    p.add_argument("--replica", metavar="URL",
+                   help="mysql://USER[:PASSWORD]@HOST[:PORT] (or ?socket=PATH; password from "
+                        "MYSQL_PWD if not in the URL); needs REPLICA MONITOR / REPLICATION "
+                        "CLIENT, and for --probe the right to stop and start replication")
+    p.add_argument("--samples", metavar="FILE", help="a window recorded earlier with --record")
+    p.add_argument("--binlog", nargs="+", metavar="FILE",
+                   help="the source's binlog files covering the window (binary, or -vv text)")
+    p.add_argument("--source", metavar="URL",
+                   help="read the window's binlog from the source over the replication "
+                        "protocol instead (read-only; mariadb-binlog/mysqlbinlog "
+                        "--read-from-remote-server)")
+    p.add_argument("--schema", action="append", metavar="SQL",
+                   help="table definitions for the binlog (mysqldump --no-data); repeatable")
+    p.add_argument("-o", "--output", metavar="PROFILE.json", help="write the fitted profile here")
+    p.add_argument("--record", metavar="WINDOW.json", help="also keep the recorded window here")
+    p.add_argument("--name", help="the profile's name (default: the output file's)")
+    p.add_argument("--window", type=_seconds, default=60.0, metavar="DURATION",
+                   help="how long to sample (default 60s); with --probe, then until caught up")
+    p.add_argument("--interval", type=_positive_float, default=0.05, metavar="S",
+                   help="seconds between samples (default 0.05)")
+    p.add_argument("--probe", type=_seconds, metavar="DURATION",
+                   help="stop the SQL thread this long, then time the catch-up (explicit; "
+                        "never the default)")
+    p.add_argument("--probe-at", type=_seconds, default=5.0, metavar="DURATION",
+                   help="when the probe starts, into the window (default 5s)")
+    p.add_argument("--base", metavar="PROFILE",
+                   help="the fitted profile whose mechanism terms are scaled (default: the one "
+                        "whose machine's core count is nearest the replica's: replica16, 16 "
+                        "cores, or durable-mariadb, 2)")
+    p.add_argument("--cores", type=_positive_int, metavar="N",
+                   help="the replica's cores (default: those its server may run on, when it "
+                        "runs on this machine; else the base profile's)")
+    p.add_argument("--fsync-ms", type=_positive_float, metavar="MS",
+                   help="the replica's fsync latency, when it is not on this machine "
+                        "(default: probed in its datadir when it is)")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.set_defaults(func=cmd_calibrate)

@@ -1,0 +1,501 @@
+"""Calibrate a machine profile on the user's own replica (`commitsched calibrate`, docs/lag.md).
+
+Two steps, which the command runs one after the other or apart:
+
+1. **Record** (`record`): the replica's settings, then its applied position (and what its IO
+   thread has received) sampled over a window. With a probe, the SQL thread is stopped for the
+   given time and started again, and the sampling goes on until the replica has caught up: a
+   measured drain. Read-only without a probe. The storage's flush latency is probed in the
+   replica's datadir when that is on this machine and writable (`--fsync-ms` otherwise).
+2. **Fit** (`fit`): with the binlog of the window, the window is replayed (model/replay.py's
+   arrivals: each transaction reaches the replica at its source commit time; the probe's stop
+   as a hold) under the replica's own scheduler and settings, on a base profile whose CPU terms
+   are scaled by one factor (`cpu_scale`) and whose flush latencies are scaled by the measured
+   fsync latency over the base machine's (`flush_scale`). `cpu_scale` is the one number fitted:
+   the one that makes the replay's applied position follow the measured one while the replica
+   had a backlog (the probe's drain, or any stretch where it lagged). The mechanism terms and
+   their ratios are the base profile's, fitted where many configurations were measured; the
+   user's replica gives the machine's speed and its disk's.
+
+A window in which the replica never had a backlog measures nothing about its capacity (it only
+says the capacity is above the write rate): the fit refuses it and says to probe.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from bisect import bisect_right
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from .metrics import PER_SECOND
+from .profiles import Profile
+from .replay import source_times
+from .replica_live import LiveError, mariadb_position, mysql_position
+
+FORMAT = "commitsched-replica-window"
+# The base machines' fsync latency (median ms of 512-byte append + fdatasync in the datadir),
+# as measured beside their calibration runs: shared/replica16/timings.csv `fsync_ms`; the
+# 2-core VM's traces/calibration/oltp_read_write_t64/meta.json `fsync_probe`.
+BASE_FSYNC_MS = {"replica16": 0.0845, "durable-mariadb": 0.151, "relaxed-mariadb": 0.151}
+# Terms that are CPU time (scaled by cpu_scale); the rest of `sync` and `commit_default`
+# beyond their CPU parts is flush latency (scaled by flush_scale). `wakeup` is the scheduler's
+# latency to run a woken thread and `retry`, `dispatch` follow the CPU.
+CPU_TERMS = ("exec_default", "exec_event", "exec_row", "commit_serial", "commit_byte",
+             "dispatch", "dispatch_event", "dispatch_thread", "coordination",
+             "coordination_event", "coordination_thread", "shared_lock_thread", "handoff_event",
+             "background_cpu", "retry", "wakeup")
+
+
+class CalibrateError(ValueError):
+    """A window or binlog the calibration cannot use; the message is one line saying why."""
+
+
+@dataclass
+class Window:
+    """A recorded window of a live replica (what `record` measures; `--record FILE` keeps it)."""
+    replica: str
+    settings: dict
+    started_utc: str
+    interval: float
+    samples: list               # [t, applied GTID state, received GTID state]
+    probe: dict | None          # {"stop": t, "start": t, "seconds": S}
+    fsync_ms: float | None
+    cores: int | None
+    workers_before: dict | None = None
+    workers_after: dict | None = None
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "version": 1, **asdict(self)}
+
+    @classmethod
+    def from_file(cls, path: str) -> "Window":
+        try:
+            with open(path, encoding="utf-8") as f:
+                obj = json.load(f)
+        except OSError as e:
+            raise CalibrateError(f"{path}: {e.strerror or e}") from None
+        except ValueError as e:
+            raise CalibrateError(f"{path}: not JSON ({str(e)[:80]})") from None
+        if not isinstance(obj, dict) or obj.get("format") != FORMAT or obj.get("version") != 1:
+            raise CalibrateError(f"{path}: not a window recorded by `commitsched calibrate "
+                                 f"--record` (format {FORMAT} version 1)")
+        fields = {f for f in cls.__dataclass_fields__}
+        try:
+            w = cls(**{k: v for k, v in obj.items() if k in fields})
+            samples = [(float(t), str(a), str(r)) for t, a, r in w.samples]
+        except (TypeError, ValueError):
+            raise CalibrateError(f"{path}: a malformed window (samples must be [time, applied, "
+                                 f"received])") from None
+        if len(samples) < 2:
+            raise CalibrateError(f"{path}: fewer than two samples")
+        w.samples = samples
+        return w
+
+
+# ---------------------------------------------------------------------------- record
+
+def local_datadir(settings: dict, address) -> str | None:
+    """The replica's datadir when it is on this machine and writable (to probe its disk)."""
+    if address.socket is None and address.host not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    d = settings.get("datadir") or ""
+    return d if d and os.path.isdir(d) and os.access(d, os.W_OK) else None
+
+
+def local_cores(settings: dict, address) -> int | None:
+    """The CPUs the replica's server process may run on, when it runs on this machine."""
+    if address.socket is None and address.host not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    try:
+        with open(settings.get("pid_file") or "", encoding="ascii") as f:
+            return len(os.sched_getaffinity(int(f.read().strip())))
+    except (OSError, ValueError):
+        return None
+
+
+def fsync_ms(directory: str, n: int = 50) -> float:
+    """Median latency (ms) of a 512-byte append + fdatasync in `directory`: the replica's
+    disk, as the base machines were probed."""
+    path = os.path.join(directory, f".commitsched-fsync-{os.getpid()}")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    lat = []
+    try:
+        for _ in range(n):
+            os.write(fd, b"x" * 512)
+            t = time.perf_counter()
+            os.fdatasync(fd)
+            lat.append((time.perf_counter() - t) * 1e3)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return round(float(np.median(lat)), 4)
+
+
+def received(conn, flavor: str) -> str:
+    """What the replica's IO thread has received (MariaDB `Gtid_IO_Pos`, MySQL
+    `Retrieved_Gtid_Set`); LiveError if the server is not a replica."""
+    from .replica_live import query
+    statement = "SHOW SLAVE STATUS" if flavor == "mariadb" else "SHOW REPLICA STATUS"
+    query(conn, "SELECT 1")                        # errors (privileges) the usual way
+    with conn.cursor() as cur:
+        cur.execute(statement)
+        row = cur.fetchone()
+        names = [d[0] for d in cur.description or ()]
+    if not row:
+        raise LiveError(f"the server is not a replica ({statement} is empty)")
+    status = dict(zip(names, row))
+    return status.get("Gtid_IO_Pos" if flavor == "mariadb" else "Retrieved_Gtid_Set") or ""
+
+
+def record(address, *, window: float, interval: float, probe: float | None = None,
+           probe_at: float = 5.0, fsync: float | None = None, cores: int | None = None,
+           progress=lambda s: None, clock=time.time, sleep=time.sleep) -> Window:
+    """Sample the replica for `window` seconds (and, with a probe, until it has caught up
+    after it); the SQL thread is started again on every path once stopped."""
+    from .replica_live import (applied, connect, read_settings, start_sql_thread,
+                               stop_sql_thread, worker_counts)
+    conn = connect(address)
+    try:
+        settings = read_settings(conn)
+        flavor = settings.flavor
+        received(conn, flavor)                 # a replica at all?
+        s = settings.to_json()
+        if fsync is None:
+            d = local_datadir(s, address)
+            fsync = fsync_ms(d) if d else None
+        if cores is None:
+            cores = local_cores(s, address)
+        before = worker_counts(conn)
+        samples: list = []
+        state = {"stopped": None, "started": None}
+        start = clock()
+        deadline = start + window
+        stopped = False
+        try:
+            while True:
+                now = clock()
+                samples.append((now, applied(conn, flavor), received(conn, flavor)))
+                since = now - start
+                if probe and state["stopped"] is None and since >= probe_at:
+                    progress(f"probe: SQL thread stopped for {probe:g} s")
+                    stop_sql_thread(conn, flavor)
+                    stopped = True
+                    state["stopped"] = clock()
+                elif stopped and clock() - state["stopped"] >= probe:
+                    start_sql_thread(conn, flavor)
+                    stopped = False
+                    state["started"] = clock()
+                    progress("probe: SQL thread started again; timing the catch-up")
+                done = now >= deadline and not stopped
+                if done and state["started"] is not None:
+                    # go on until caught up after the probe (at most the window again)
+                    a, r = samples[-1][1], samples[-1][2]
+                    done = _caught_up(a, r, flavor) or now >= deadline + window
+                if done:
+                    break
+                progress(f"sampling the replica: {since:.0f} of {window:g} s")
+                sleep(max(0.0, interval - (clock() - now)))
+        finally:
+            if stopped:
+                start_sql_thread(conn, flavor)
+        after = worker_counts(conn)
+    finally:
+        conn.close()
+    probe_info = None
+    if state["stopped"] is not None:
+        probe_info = {"stop": state["stopped"], "start": state["started"], "seconds": probe}
+    return Window(address.label(), s, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)),
+                  interval, samples, probe_info, fsync, cores, before, after)
+
+
+def _caught_up(applied_state: str, received_state: str, flavor: str) -> bool:
+    if flavor == "mariadb":
+        a, r = mariadb_position(applied_state), mariadb_position(received_state)
+        return a is not None and r is not None and a[1] >= r[1]
+    return applied_state.strip() == received_state.strip() or not received_state
+
+
+# ---------------------------------------------------------------------------- fit
+
+@dataclass
+class WindowTrace:
+    """The window's transactions (trace positions) and what was measured of them."""
+    txns: list                  # the trace's transactions from the first the window may apply
+    source: np.ndarray          # their source commit times (Unix s, spread in whole seconds)
+    whole_seconds: bool
+    t: np.ndarray               # sample times (Unix s)
+    applied: np.ndarray         # transactions of `txns` applied at each sample (0..len)
+    received: np.ndarray        # ... and in the relay log at each sample
+
+
+def _positions(states: list[str], keys: list[int], flavor: str, domain, uuid) -> np.ndarray:
+    """How many of the window's transactions (whose GTID numbers are `keys`, in order) each
+    GTID state covers."""
+    out = []
+    for s in states:
+        if flavor == "mariadb":
+            pos = mariadb_position(s, domain)
+            n = pos[1] if pos else None
+        else:
+            n = mysql_position(s, uuid)
+        out.append(0 if n is None else bisect_right(keys, n))
+    return np.asarray(out, dtype=np.int64)
+
+
+def window_trace(window: Window, txns: list) -> WindowTrace:
+    """Match the window's samples to the binlog's transactions (CalibrateError if the binlog
+    does not hold the window)."""
+    if not txns:
+        raise CalibrateError("the binlog has no transactions")
+    flavor = window.settings.get("flavor", "mariadb")
+    gtids = [t.gtid for t in txns]
+    if any(g is None for g in gtids):
+        raise CalibrateError("the binlog's transactions carry no GTIDs: the replica's applied "
+                             "position cannot be matched to them")
+    domain = uuid = None
+    if flavor == "mariadb":
+        try:
+            domain = int(gtids[0].split("-")[0])
+            keys = [int(g.rsplit("-", 1)[1]) for g in gtids]
+        except ValueError:
+            raise CalibrateError(f"GTID {gtids[0]!r} is not a MariaDB GTID, but the replica "
+                                 f"is MariaDB") from None
+    else:
+        uuid = gtids[0].split(":")[0]
+        keys = [int(g.rsplit(":", 1)[1]) for g in gtids]
+    if any(b <= a for a, b in zip(keys, keys[1:])):
+        raise CalibrateError("the binlog's GTIDs do not increase: give its files in order")
+    t = np.asarray([s[0] for s in window.samples])
+    applied = _positions([s[1] for s in window.samples], keys, flavor, domain, uuid)
+    received = _positions([s[2] for s in window.samples], keys, flavor, domain, uuid)
+    first_applied = _first_number(window.samples[0][1], flavor, domain, uuid)
+    last_applied = _first_number(window.samples[-1][1], flavor, domain, uuid)
+    if first_applied is None or last_applied is None or last_applied > keys[-1] \
+            or first_applied < keys[0] - 1:
+        raise CalibrateError(f"the binlog does not hold the window: the replica applied GTID "
+                             f"numbers {first_applied} to {last_applied} during it, the binlog "
+                             f"has {keys[0]} to {keys[-1]}")
+    times = source_times(txns)
+    base = (times.epoch or 0.0)
+    source = base + np.asarray(times.times) / PER_SECOND
+    return WindowTrace(txns, source, times.whole_seconds, t, applied, received)
+
+
+def _first_number(state: str, flavor: str, domain, uuid) -> int | None:
+    if flavor == "mariadb":
+        pos = mariadb_position(state, domain)
+        return pos[1] if pos else None
+    return mysql_position(state, uuid)
+
+
+def nearest_base(cores: int | None) -> str:
+    """The base profile for a replica with `cores`: the fitted machine whose core count is
+    nearest (ties and unknown: replica16). The parallel-mode overheads the bases measured
+    (threads spinning and waiting for each other's locks, hand-offs) depend on how many cores
+    the threads have, which no scale factor carries from one machine to another."""
+    from .profiles import PROFILES
+    bases = [PROFILES[n] for n in ("replica16", "durable-mariadb") if n in PROFILES]
+    if cores is None or not bases:
+        return "replica16"
+    return min(bases, key=lambda p: (abs(math.log(p.cores / cores)), p.name != "replica16")).name
+
+
+def scaled_profile(base: Profile, cpu_scale: float, flush_scale: float, **settings) -> Profile:
+    """`base` with its CPU terms times `cpu_scale`, its flush latencies times `flush_scale`."""
+    kw = {k: getattr(base, k) * cpu_scale for k in CPU_TERMS}
+    kw["sync_cpu"] = base.sync_cpu * cpu_scale
+    kw["commit_cpu"] = base.commit_cpu * cpu_scale
+    kw["sync"] = base.sync_cpu * cpu_scale + (base.sync - base.sync_cpu) * flush_scale
+    kw["commit_default"] = (base.commit_cpu * cpu_scale
+                            + (base.commit_default - base.commit_cpu) * flush_scale)
+    return replace(base, **kw, **settings)
+
+
+def backlog_samples(wt: WindowTrace, window: Window) -> np.ndarray:
+    """The samples at which the replica had a backlog: from the probe's restart until it
+    caught up, else wherever what it received ran ahead of what it applied by more than a
+    second of the window's writes."""
+    t, a, r = wt.t, wt.applied, wt.received
+    if window.probe and window.probe.get("start"):
+        start = window.probe["start"]
+        after = np.flatnonzero(t >= start)
+        caught = next((i for i in after if i > 0 and a[i] >= r[i - 1]), None)
+        end = caught if caught is not None else (after[-1] if after.size else None)
+        if end is None:
+            return np.asarray([], dtype=np.int64)
+        return after[after <= end]
+    span = max(t[-1] - t[0], 1e-9)
+    per_second = max(1.0, (a[-1] - a[0]) / span)
+    return np.flatnonzero(r - a > per_second)
+
+
+@dataclass
+class Fit:
+    profile: Profile             # the machine's (durable) terms; durability is a setting
+    cpu_scale: float
+    flush_scale: float
+    loss: float                  # mean squared position error over the backlog samples
+    samples_used: int
+    measured_drain: float | None     # s from the probe's restart until caught up
+    fitted_drain: float | None
+    scheduler: str
+    workers: int
+    notes: list
+
+
+@dataclass
+class Replayed:
+    """The window replayed: applied count at every sample, and when it caught up after the
+    probe (s from the restart; None: not within the window)."""
+    applied: np.ndarray
+    drain: float | None
+
+
+def simulate_applied(wt: WindowTrace, window: Window, scheduler: str, workers: int,
+                     profile: Profile, start_index: int) -> Replayed:
+    """Replay the window: arrivals at the source times; it starts with what the replica had
+    applied at its first sample; the probe holds what it had not applied when it stopped."""
+    from .schedulers import run_scheduler
+    t0 = wt.t[0]
+    txns = wt.txns[start_index:]
+    arrive = np.maximum((wt.source[start_index:] - t0) * PER_SECOND, 0.0)
+    restart = held_from = None
+    if window.probe and window.probe.get("start"):
+        stop_i = int(np.searchsorted(wt.t, window.probe["stop"]))
+        held_from = max(int(wt.applied[min(stop_i, len(wt.t) - 1)]) - start_index, 0)
+        restart = (window.probe["start"] - t0) * PER_SECOND
+        np.maximum(arrive[held_from:], restart, out=arrive[held_from:])
+    arrival = arrive.tolist()
+    first = txns[0].seq
+    commit = [0.0] * len(txns)
+
+    def sink(run) -> None:
+        commit[run.seq - first] = run.commit
+
+    run_scheduler(scheduler, iter(txns), workers, profile, sink,
+                  arrival=lambda seq: arrival[seq - first])
+    done = np.maximum.accumulate(np.asarray(commit))     # in-order: a prefix is applied
+    at = (wt.t - t0) * PER_SECOND
+    drain = None
+    if restart is not None:
+        # caught up: the first commit after which nothing that has arrived is left to apply
+        arrived = np.searchsorted(arrive, done[held_from:], side="right")
+        idle = np.flatnonzero(np.arange(held_from + 1, len(done) + 1) >= arrived)
+        if idle.size:
+            drain = max(0.0, float(done[held_from + idle[0]]) - restart) / PER_SECOND
+    return Replayed(start_index + np.searchsorted(done, at, side="right"), drain)
+
+
+def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
+        fsync: float | None = None, progress=lambda s: None) -> Fit:
+    """Fit `cpu_scale` (module doc). CalibrateError when the window cannot say."""
+    from scipy.optimize import minimize_scalar
+    wt = window_trace(window, txns)
+    s = window.settings
+    notes = []
+    if s.get("durability") not in ("durable", "relaxed"):
+        raise CalibrateError(f"the replica's durability is {s.get('durability')}: commitsched "
+                             f"models durable (sync_binlog=1, innodb_flush_log_at_trx_commit=1) "
+                             f"and relaxed (0 / 2) replicas")
+    fsync = fsync if fsync is not None else window.fsync_ms
+    base_fsync = BASE_FSYNC_MS.get(base.name)
+    if fsync is not None and base_fsync:
+        flush_scale = fsync / base_fsync
+    else:
+        flush_scale = 1.0
+        notes.append("the replica's fsync latency was not measured (not on this machine; "
+                     "--fsync-ms): the base machine's flush latencies are kept")
+    cores = cores or window.cores or base.cores
+    if cores != base.cores:
+        notes.append(f"cores: {cores} (the base profile's machine had {base.cores})")
+    settings = dict(cores=cores, durability="durable", log_replica_updates=bool(
+        s.get("log_replica_updates")))
+    used = backlog_samples(wt, window)
+    if used.size < 3:
+        raise CalibrateError("the replica kept up over the whole window, so the window says "
+                             "only that its capacity is above the write rate: run the "
+                             "calibration with --probe SECONDS (a measured drain), or over a "
+                             "window in which it lagged")
+    start_index = int(wt.applied[0])
+    scheduler, workers = s["scheduler"], int(s["workers"])
+    # the durable machine's terms; a relaxed replica gets them through with_durability
+    durability = s["durability"]
+
+    def profile_for(log_scale: float) -> Profile:
+        """The machine (durable terms) at this scale, then the replica's durability."""
+        return scaled_profile(base, math.exp(log_scale), flush_scale, **settings)
+
+    def as_measured(log_scale: float) -> Profile:
+        return profile_for(log_scale).with_durability(durability)
+
+    def loss(log_scale: float) -> float:
+        sim = simulate_applied(wt, window, scheduler, workers, as_measured(log_scale),
+                               start_index).applied
+        err = (sim[used] - wt.applied[used]).astype(float)
+        return float(np.mean(err * err))
+
+    # A grid first: far from the answer the loss flattens (a replay that never drains within
+    # the window, or drains at once, misses every sample alike), where a scalar search alone
+    # can stop; then a bounded search between the best point's neighbours.
+    grid = np.linspace(math.log(0.02), math.log(50.0), 33)
+    losses = []
+    for i, x in enumerate(grid):
+        progress(f"fitting the replica's CPU scale: {i + 1}/{len(grid)}")
+        losses.append(loss(x))
+    best = int(np.argmin(losses))
+    lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
+    progress("fitting the replica's CPU scale: refining")
+    res = minimize_scalar(loss, bounds=(lo, hi), method="bounded", options={"xatol": 2e-3})
+    if res.fun > losses[best]:
+        res.x, res.fun = grid[best], losses[best]
+    cpu_scale = math.exp(res.x)
+    profile = profile_for(res.x)
+    measured = fitted = None
+    if window.probe and window.probe.get("start"):
+        measured = _drain(wt.t, wt.applied, wt.received, window.probe["start"])
+        fitted = simulate_applied(wt, window, scheduler, workers, as_measured(res.x),
+                                  start_index).drain
+    return Fit(profile, cpu_scale, flush_scale, float(res.fun), int(used.size), measured,
+               fitted, scheduler, workers, notes)
+
+
+def _drain(t: np.ndarray, applied: np.ndarray, received: np.ndarray, start: float
+           ) -> float | None:
+    """Seconds from `start` until the replica has applied all that it had received one sample
+    earlier (a replica that keeps up is seldom seen idle at the very instant of a sample)."""
+    for i in np.flatnonzero(t >= start):
+        if i > 0 and applied[i] >= received[i - 1]:
+            return float(t[i] - start)
+    return None
+
+
+def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
+    """The fitted profile with its provenance: which replica, when, settings, from what."""
+    s = window.settings
+    what = (f"{s.get('scheduler')} W={s.get('workers')}, {s.get('durability')}, "
+            f"log_replica_updates {'on' if s.get('log_replica_updates') else 'off'}")
+    probe = (f", a {window.probe['seconds']:g} s probe (measured drain "
+             f"{fit.measured_drain:.2f} s, replayed {fit.fitted_drain:.2f} s)"
+             if window.probe and fit.measured_drain is not None and fit.fitted_drain is not None
+             else "")
+    machine = (f"the replica at {window.replica} ({s.get('version')}), {fit.profile.cores} "
+               f"cores, fsync {window.fsync_ms if window.fsync_ms is not None else '?'} ms, "
+               f"calibrated {window.started_utc}")
+    provenance = (f"calibrated by `commitsched calibrate` on {window.replica} at {what}, from a "
+                  f"{window.samples[-1][0] - window.samples[0][0]:.0f} s window{probe}: CPU "
+                  f"terms {fit.cpu_scale:.3f} x {base.name}'s (fitted), flush latencies "
+                  f"{fit.flush_scale:.3f} x {base.name}'s (the fsync probe); the mechanism "
+                  f"terms and their ratios are {base.name}'s")
+    p = fit.profile
+    return replace(p, name=name, machine=machine, provenance=provenance, band=(),
+                   fitted_from={"cpu_scale": f"{fit.cpu_scale:.4f}: the replay's applied "
+                                f"position against the measured one over {fit.samples_used} "
+                                f"samples with a backlog",
+                                "flush_scale": f"{fit.flush_scale:.4f}: fsync probe / "
+                                f"{base.name}'s", "base": base.name},
+                   calibrated={"durability": [s.get("durability")], "cores": [p.cores],
+                               "log_replica_updates": [bool(s.get("log_replica_updates"))]})

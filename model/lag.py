@@ -1,0 +1,221 @@
+"""`commitsched lag`: will the replica keep up, and when will it catch up (docs/lag.md).
+
+One result per (scheduler, W) from the open replay (model/replay.py): whether it keeps up, the
+headroom, lag percentiles and the maximum with when it happens, lag over time, and with a
+backlog the drain time, each beside the straight-line extrapolation DBAs use today
+(backlog / (apply rate - write rate), the apply rate being the closed backlog's).
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .metrics import PER_SECOND
+from .replay import Replayer, SourceTimes, lag_over_time
+from .schedulers import SchedulerError, parse_scheduler
+from .simcore import Deadlock
+
+_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(us|ms|min|s|m|h|d)")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from '90', '90s', '1.5h', '2h30m', '500ms' (ValueError if not one)."""
+    t = text.strip().lower()
+    try:
+        value = float(t)
+    except ValueError:
+        pos, value = 0, 0.0
+        for m in _PART.finditer(t):
+            if m.start() != pos and t[pos:m.start()].strip():
+                break
+            value += float(m.group(1)) * _UNITS[m.group(2)]
+            pos = m.end()
+        if pos == 0 or t[pos:].strip():
+            raise ValueError(f"expected a duration like 90s, 3h, 2h30m or 500ms, got {text!r}")
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"a duration must be finite and not negative, got {text!r}")
+    return value
+
+
+def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, profile, *,
+            backlog: float | None = None, backlog_at: float = 0.0, delay: float = 0.0,
+            bugs=frozenset(), tracker_options: dict | None = None,
+            applier_options: dict | None = None) -> dict:
+    """The replay's answers for one (scheduler, W); times in seconds. Raises SchedulerError
+    (the trace cannot feed the scheduler) or Deadlock."""
+    rep = Replayer(txns, times, scheduler, workers, profile, delay=delay * PER_SECOND, bugs=bugs,
+                   tracker_options=dict(tracker_options or {}),
+                   applier_options=dict(applier_options or {}))
+    n = times.count
+    closed = rep.closed_makespan()
+    two = rep.replay(1.0, laps=2)
+    keeps_up = rep.keeps_up(1.0, two)
+    headroom, bound = rep.headroom(keeps_up)
+    first = two.lag[:n]
+    worst = int(np.argmax(first))
+    apply_rate = n / closed * PER_SECOND if closed > 0 else float("inf")
+    write_rate = times.write_rate()
+    out = {
+        "scheduler": scheduler, "workers": workers, "profile": profile.name,
+        "transactions": n,
+        "keeps_up": keeps_up,
+        "headroom": round(headroom, 3),
+        "headroom_is_bound": bound,
+        "max_lag_s": round(float(first[worst]) / PER_SECOND, 6),
+        "max_lag_at": times.clock(float(two.source[worst])),
+        "p50_lag_s": round(float(np.percentile(first, 50)) / PER_SECOND, 6),
+        "p99_lag_s": round(float(np.percentile(first, 99)) / PER_SECOND, 6),
+        "mean_lag_s": round(float(first.mean()) / PER_SECOND, 6),
+        "apply_rate": round(apply_rate, 3),
+        "write_rate": round(write_rate, 3),
+        "straight_line_headroom": round(apply_rate / write_rate, 3),
+        "lag_over_time": [[round(t / PER_SECOND, 6), round(v / PER_SECOND, 6)]
+                          for t, v in lag_over_time(two, n)],
+    }
+    if backlog is not None:
+        drain, why = rep.drain(backlog * PER_SECOND, backlog_at * PER_SECOND, headroom)
+        out["backlog_s"] = backlog
+        out["drain_s"] = None if drain is None else round(drain / PER_SECOND, 6)
+        if why:
+            out["drain_note"] = why
+        out["straight_line_drain_s"] = straight_line_drain(backlog, apply_rate, write_rate)
+    out["simulations"] = rep.runs
+    return out
+
+
+def straight_line_drain(backlog: float, apply_rate: float, write_rate: float) -> float | None:
+    """The extrapolation DBAs use: the backlog's transactions over the net apply rate (None:
+    the replica applies no faster than the source writes)."""
+    if apply_rate <= write_rate:
+        return None
+    return round(backlog * write_rate / (apply_rate - write_rate), 6)
+
+
+def lag_sweep(trace, times: SourceTimes, schedulers: Sequence[str], workers: Sequence[int],
+              profile, *, jobs: int = 1, progress=lambda s: None, skip_unfit: bool = True,
+              **kwargs) -> list[dict]:
+    """`lag_one` for every (scheduler, W) (`serial` once), `jobs` at a time; a scheduler the
+    trace cannot feed is skipped with a note when `skip_unfit`, else SchedulerError."""
+    from .progress import note_of, tick_of
+    from .scoring import fork_map
+    tracker_options = kwargs.pop("tracker_options", lambda t: {})
+    runs = [(name, w) for name in schedulers
+            for w in ([1] if parse_scheduler(name).is_serial else workers)]
+
+    def work(item):
+        name, w = item
+        try:
+            return "ok", lag_one(trace.txns, times, name, w, profile,
+                                 tracker_options=tracker_options(parse_scheduler(name).tracker),
+                                 **kwargs)
+        except SchedulerError as e:
+            return "unfit", str(e)
+        except Deadlock as e:
+            return "deadlock", str(e)
+
+    results, unfit = [], set()
+    for i, ((name, w), (kind, value)) in enumerate(zip(runs, fork_map(work, runs, jobs,
+                                                                      tick_of(progress)))):
+        progress(f"{i + 1}/{len(runs)} replays done ({name} W={w})")
+        if name in unfit:
+            continue
+        if kind == "unfit":
+            if not skip_unfit:
+                raise SchedulerError(value)
+            note_of(progress)(f"commitsched: skipped {name}: {value}")
+            unfit.add(name)
+        elif kind == "deadlock":
+            results.append({"scheduler": name, "workers": w, "profile": profile.name,
+                            "error": f"deadlock: {value}"})
+        else:
+            results.append(value)
+    return results
+
+
+def _seconds(v: float | None) -> str:
+    if v is None:
+        return "never"
+    if v >= 3600:
+        return f"{v / 3600:.1f} h"
+    if v >= 60:
+        return f"{v / 60:.1f} min"
+    if v >= 1:
+        return f"{v:.1f} s"
+    return f"{v * 1000:.1f} ms"
+
+
+def verdict(r: dict) -> str:
+    """One result in words: does it keep up, with what headroom, and its worst lag."""
+    name = f"{r['scheduler']} with {r['workers']} worker{'s' if r['workers'] > 1 else ''}"
+    if "error" in r:
+        return f"{name}: {r['error']}"
+    head = (f"more than {r['headroom']:g}x" if r["headroom_is_bound"] and r["headroom"] > 1
+            else f"{r['headroom']:.2f}x")
+    if r["keeps_up"]:
+        text = f"{name} keeps up, with {head} today's pace"
+    else:
+        text = f"{name} does not keep up: it applies {head} of today's pace"
+    text += f"; it lags at most {_seconds(r['max_lag_s'])} ({r['max_lag_at']})"
+    if "drain_s" in r:
+        text += (f"; after {_seconds(r['backlog_s'])} stopped it catches up in "
+                 f"{_seconds(r['drain_s'])}" if r["drain_s"] is not None
+                 else f"; after {_seconds(r['backlog_s'])} stopped it never catches up")
+    return text + "."
+
+
+def format_table(results: list[dict], *, label: str, times: SourceTimes, profile_text: str,
+                 notes: list[str]) -> str:
+    busiest, at = times.busiest()
+    lines = [f"trace {label}: {times.count} transactions over "
+             f"{_seconds(times.period / PER_SECOND)}, {times.write_rate():.1f} txn/s on average, "
+             f"busiest minute {busiest:.1f} txn/s (from {times.clock(at)}); {profile_text}"]
+    lines += [f"  note: {n}" for n in notes]
+    lines.append("")
+    drain = any("drain_s" in r for r in results)
+    header = (f"{'scheduler':<40} {'W':>3} {'keeps up':>8} {'headroom':>9} {'line':>7} "
+              f"{'p50 lag':>9} {'p99 lag':>9} {'max lag':>9}"
+              + (f" {'drain':>9} {'line':>9}" if drain else ""))
+    lines += [header, "-" * len(header)]
+    prev = None
+    for r in results:
+        name = r["scheduler"] if r["scheduler"] != prev else ""
+        prev = r["scheduler"]
+        if "error" in r:
+            lines.append(f"{name:<40} {r['workers']:>3}  {r['error']}")
+            continue
+        head = ("≥" if r["headroom_is_bound"] and r["headroom"] > 1 else "") + \
+            f"{r['headroom']:.2f}"
+        row = (f"{name:<40} {r['workers']:>3} {'yes' if r['keeps_up'] else 'no':>8} {head:>9} "
+               f"{r['straight_line_headroom']:>7.2f} {_seconds(r['p50_lag_s']):>9} "
+               f"{_seconds(r['p99_lag_s']):>9} {_seconds(r['max_lag_s']):>9}")
+        if drain:
+            row += (f" {_seconds(r.get('drain_s')):>9} "
+                    f"{_seconds(r.get('straight_line_drain_s')):>9}")
+        lines.append(row)
+    lines.append("")
+    best = best_result(results)
+    if best is not None:
+        lines.append(verdict(best))
+        lines.append("")
+    lines.append("keeps up: the lag stays bounded at the source's pace (the trace replayed twice "
+                 "in a row ends no more behind the second time); headroom: the largest factor "
+                 "the source's pace can be multiplied by and still keep up; line: the "
+                 "straight-line extrapolation (closed-backlog apply rate / write rate, and "
+                 "backlog / (apply rate - write rate) for the drain); lag: replica commit minus "
+                 "source commit, on the trace as it arrived; drain: from the restart until the "
+                 "lag is back to what it would have been without the stop.")
+    return "\n".join(lines) + "\n"
+
+
+def best_result(results: list[dict]) -> dict | None:
+    """The configuration to recommend: the fewest workers whose headroom is within 5% of the
+    best one's (more threads than that buy nothing), the lower max lag among equals."""
+    ok = [r for r in results if "error" not in r]
+    if not ok:
+        return None
+    top = max(r["headroom"] for r in ok)
+    near = [r for r in ok if r["headroom"] >= 0.95 * top]
+    return min(near, key=lambda r: (r["workers"], r["max_lag_s"]))

@@ -1,0 +1,354 @@
+"""The open replay: a binlog replayed as it arrived (docs/lag.md).
+
+`score` applies a closed backlog: every transaction is in the relay log at 0. Here each
+transaction reaches the replica at its source commit time (`SourceTimes`), and the replica
+applies what has arrived (`run_scheduler(arrival=...)`). A transaction's lag is its replica
+commit time minus its source commit time. From the replay of one (scheduler, W):
+
+- lag percentiles, the maximum and lag over time, on the trace as it arrived;
+- `keeps_up`: the lag stays bounded at the source's pace. A finite trace is read as one period
+  of a pace that repeats (a day of binlog, then the next): the trace is replayed twice in a row
+  (two *laps*), and the replica keeps up when the second lap ends no more behind than the first.
+  For a work-conserving queue that is exact: whatever backlog the first lap leaves is absorbed
+  by the second whenever one lap's work takes less than one lap's time, and grows by the
+  difference otherwise;
+- `headroom`: the largest factor the source's pace can be multiplied by (the arrivals
+  time-compressed) with the replica still keeping up, found by bisection;
+- `drain`: the replica's SQL thread stopped for a span of source time, then restarted while
+  writes keep arriving: how long until every transaction's lag is back to what it would have been
+  without the stop (the laps go on as long as that takes).
+
+Times are the profile's unit (µs) inside, seconds in what is returned to users.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+import msgspec
+import numpy as np
+
+from .metrics import PER_SECOND
+from .schedulers import run_scheduler
+
+# Bisection of the headroom: stop when the bracket is this narrow (hi / lo).
+HEADROOM_PRECISION = 1.01
+# Headroom is not searched beyond this factor of the source's pace, nor below its inverse.
+HEADROOM_LIMIT = 1000.0
+# At most this many transactions simulated in one drain replay (all its laps); a backlog that
+# needs more is reported as not drained within the simulated horizon.
+DRAIN_MAX_TRANSACTIONS = 20_000_000
+# Points of the lag-over-time series (the maximum lag in each slice of the source's time).
+LAG_POINTS = 200
+
+
+class ReplayError(ValueError):
+    """A trace the open replay cannot use (no source commit times); the message says why."""
+
+
+@dataclass(frozen=True)
+class SourceTimes:
+    """Each transaction's source commit time, µs from the first one's, by position, never
+    decreasing (a transaction is in the binlog no earlier than the one before it).
+
+    MySQL 8 stamps commits in µs (`immediate_commit_timestamp`); MariaDB's events carry whole
+    seconds only, so a trace whose every timestamp is a whole number of seconds is read as
+    one-second stamps, and each second's transactions are spread evenly over it, in order
+    (`whole_seconds`): a burst inside one second is not seen."""
+    times: list[float]
+    first_seq: int
+    whole_seconds: bool
+    epoch: float | None        # the first commit as Unix time (s), when the stamps are that
+
+    @property
+    def count(self) -> int:
+        return len(self.times)
+
+    @property
+    def span(self) -> float:
+        return self.times[-1] - self.times[0]
+
+    @property
+    def period(self) -> float:
+        """One lap: the span plus one mean gap, so that a repeated trace keeps its pace."""
+        n = self.count
+        if n < 2 or self.span <= 0:
+            return PER_SECOND if self.whole_seconds or n < 2 else max(self.span, 1.0)
+        return self.span * n / (n - 1)
+
+    def write_rate(self) -> float:
+        """Transactions per second over the trace."""
+        return self.count / self.period * PER_SECOND
+
+    def busiest(self, window: float = 60 * PER_SECOND) -> tuple[float, float]:
+        """(rate in txn/s, start in µs) of the busiest `window` of source time (the whole trace
+        when it is shorter)."""
+        t = self.times
+        if self.period <= window:
+            return self.write_rate(), 0.0
+        best, best_at, j = 0, 0.0, 0
+        for i, start in enumerate(t):
+            while j < len(t) and t[j] < start + window:
+                j += 1
+            if j - i > best:
+                best, best_at = j - i, start
+        return best / window * PER_SECOND, best_at
+
+    def clock(self, at: float) -> str:
+        """A source time (µs from the first commit) as users read it: UTC wall time when the
+        stamps are Unix time, else seconds from the trace's start."""
+        if self.epoch is None:
+            return f"{at / PER_SECOND:.1f} s into the trace"
+        import datetime
+        when = datetime.datetime.fromtimestamp(self.epoch + at / PER_SECOND,
+                                               datetime.timezone.utc)
+        return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def source_times(txns: Iterable) -> SourceTimes:
+    """The trace's source commit times (`SourceTimes`); ReplayError if any is missing."""
+    stamps: list[float] = []
+    first_seq = None
+    for txn in txns:
+        if first_seq is None:
+            first_seq = txn.seq
+        if txn.timestamp is None:
+            raise ReplayError(f"seq {txn.seq} has no timestamp: replaying a binlog as it arrived "
+                              f"needs every transaction's source commit time (import the binlog "
+                              f"itself, whose events carry them)")
+        stamps.append(float(txn.timestamp))
+    if not stamps:
+        raise ReplayError("the trace has no transactions")
+    whole = all(s == int(s) for s in stamps)
+    # Timestamps in s (Unix time from a server, or from 0 in a generated trace).
+    for i in range(1, len(stamps)):
+        if stamps[i] < stamps[i - 1]:
+            stamps[i] = stamps[i - 1]
+    first = stamps[0]
+    epoch = first if first > 1e8 else None
+    if not whole:
+        return SourceTimes([(s - first) * PER_SECOND for s in stamps], first_seq, False, epoch)
+    times: list[float] = []
+    i = 0
+    while i < len(stamps):
+        j = i
+        while j < len(stamps) and stamps[j] == stamps[i]:
+            j += 1
+        base, n = (stamps[i] - first) * PER_SECOND, j - i
+        times.extend(base + k * PER_SECOND / n for k in range(n))
+        i = j
+    return SourceTimes(times, first_seq, True, epoch)
+
+
+def lapped(txns: Callable[[], Iterator], count: int, laps: int) -> Iterator:
+    """The trace `laps` times in a row, as one longer binlog: each lap's seqs follow on, its
+    files come after the previous lap's (a rotation: MySQL's logical clock restarts) and its
+    commit ids after theirs (no group spans two laps)."""
+    yield from txns()
+    if laps <= 1:
+        return
+    max_file = max_cid = 0
+    for txn in txns():
+        max_file = max(max_file, txn.file or 1)
+        if txn.commit_id is not None:
+            max_cid = max(max_cid, txn.commit_id)
+    replace = msgspec.structs.replace
+    for lap in range(1, laps):
+        for txn in txns():
+            yield replace(txn, seq=txn.seq + lap * count, file=(txn.file or 1) + lap * max_file,
+                          commit_id=(None if txn.commit_id is None
+                                     else txn.commit_id + lap * (max_cid + 1)),
+                          gtid=None)
+
+
+@dataclass
+class Lap:
+    """What one replay gives, by position over all its laps (µs)."""
+    source: np.ndarray       # source commit time at this pace
+    dispatch: np.ndarray
+    commit: np.ndarray
+
+    @property
+    def lag(self) -> np.ndarray:
+        return self.commit - self.source
+
+
+@dataclass
+class Replayer:
+    """Replays of one trace under one (scheduler, W, profile) at various paces and stops."""
+    txns: Callable[[], Iterator]
+    times: SourceTimes
+    scheduler: str
+    workers: int
+    profile: object
+    delay: float = 0.0               # delivery delay (µs): source commit to relay log
+    bugs: frozenset = frozenset()
+    tracker_options: dict = field(default_factory=dict)
+    applier_options: dict = field(default_factory=dict)
+    runs: int = 0                    # simulations made (for progress and tests)
+    _closed: float | None = None
+
+    def replay(self, pace: float = 1.0, laps: int = 1,
+               hold: tuple[int, float] | None = None) -> Lap:
+        """One replay of `laps` laps with the source's pace multiplied by `pace`. `hold`
+        (position, time): the transactions from that position on are dispatched no earlier than
+        that time (a stopped SQL thread restarted then)."""
+        n, first = self.times.count, self.times.first_seq
+        total = n * laps
+        source = (np.tile(np.asarray(self.times.times), laps)
+                  + np.repeat(np.arange(laps) * self.times.period, n)) / pace
+        arrive = source + self.delay
+        if hold is not None:
+            at, restart = hold
+            np.maximum(arrive[at:], restart, out=arrive[at:])
+        out = self._compiled(laps, arrive)
+        if out is not None:
+            self.runs += 1
+            return Lap(source, out["dispatch"], out["commit"])
+        arrive = arrive.tolist()         # plain floats: the simulators' arithmetic stays fast
+        dispatch = [0.0] * total
+        commit = [0.0] * total
+
+        def sink(run) -> None:
+            i = run.seq - first
+            dispatch[i] = run.dispatch
+            commit[i] = run.commit
+
+        run_scheduler(self.scheduler, lapped(self.txns, n, laps), self.workers, self.profile,
+                      sink, bugs=self.bugs, tracker_options=self.tracker_options,
+                      applier_options=self.applier_options,
+                      arrival=lambda seq: arrive[seq - first])
+        self.runs += 1
+        return Lap(source, np.asarray(dispatch), np.asarray(commit))
+
+    def _compiled(self, laps: int, arrive: np.ndarray | None) -> dict | None:
+        """The replay in the compiled core (model/engine.py) when the engine is "compiled", the
+        transactions carry their columns and the core has this run; else None (the
+        reference's)."""
+        from . import engine
+        from .schedulers import parse_scheduler
+        if engine.default() != "compiled":
+            return None
+        get_columns = getattr(self.txns(), "get_columns", None)
+        columns = get_columns() if get_columns is not None else None
+        sched = parse_scheduler(self.scheduler)
+        if engine.unsupported(sched, columns, self.bugs, self.tracker_options,
+                              self.applier_options) is not None:
+            return None
+        return engine.simulate(sched, columns.lapped(laps), self.workers, self.profile,
+                               bugs=self.bugs, tracker_options=self.tracker_options,
+                               applier_options=self.applier_options, arrival=arrive,
+                               schedule=arrive is not None)
+
+    def closed_makespan(self) -> float:
+        """The time to apply the whole trace when it is all there at once (score's makespan);
+        made once."""
+        if self._closed is None:
+            out = self._compiled(1, None)
+            if out is not None:
+                self.runs += 1
+                self._closed = out["makespan"]
+                return self._closed
+            finish = 0.0
+
+            def sink(run) -> None:
+                nonlocal finish
+                finish = max(finish, run.commit)
+
+            run_scheduler(self.scheduler, self.txns(), self.workers, self.profile, sink,
+                          bugs=self.bugs, tracker_options=self.tracker_options,
+                          applier_options=self.applier_options)
+            self.runs += 1
+            self._closed = finish
+        return self._closed
+
+    def jitter(self) -> float:
+        """How far two replays that differ only in how a backlog formed may still differ once
+        it is gone: the appliers are not fluid (a thread assignment shifts by a lap, a group
+        forms otherwise), by about a transaction's time on each worker; twice that."""
+        return 2.0 * self.workers * self.closed_makespan() / self.times.count
+
+    def keeps_up(self, pace: float = 1.0, lap: Lap | None = None) -> bool:
+        """Two laps at `pace` (or `lap`, their replay): the second ends no more behind than
+        the first, within a thousandth of a lap or the appliers' jitter (module doc)."""
+        n = self.times.count
+        lag = (lap if lap is not None else self.replay(pace, laps=2)).lag
+        return bool(lag[2 * n - 1] - lag[n - 1] <= max(1e-3 * self.times.period / pace,
+                                                       self.jitter()))
+
+    def headroom(self, at_one: bool | None = None) -> tuple[float, bool]:
+        """(the largest pace factor that keeps up, to HEADROOM_PRECISION; whether the search
+        reached HEADROOM_LIMIT, so that the figure is a bound). `at_one`: whether it keeps up
+        at the source's pace, if known. The closed backlog's makespan brackets the search: no
+        pace at which a lap arrives faster than a closed backlog applies it can keep up."""
+        closed = self.closed_makespan()
+        if at_one is None:
+            at_one = self.keeps_up(1.0)
+        line = self.times.period / closed if closed > 0 else HEADROOM_LIMIT
+        if at_one:
+            lo, hi = 1.0, min(max(1.05 * line, 1.0 + 1e-9), HEADROOM_LIMIT)
+            while self.keeps_up(hi):
+                lo = hi
+                if hi >= HEADROOM_LIMIT:
+                    return HEADROOM_LIMIT, True
+                hi = min(2 * hi, HEADROOM_LIMIT)
+        else:
+            lo, hi = min(1.05 * line, 1.0) / 2, 1.0
+            while not self.keeps_up(lo):
+                hi = lo
+                if lo <= 1 / HEADROOM_LIMIT:
+                    return 1 / HEADROOM_LIMIT, True
+                lo = max(lo / 2, 1 / HEADROOM_LIMIT)
+        while hi / lo > HEADROOM_PRECISION:
+            mid = math.sqrt(lo * hi)
+            if self.keeps_up(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo, False
+
+    def drain(self, backlog: float, at: float = 0.0, headroom: float | None = None
+              ) -> tuple[float | None, str | None]:
+        """The SQL thread stopped from source time `at` for `backlog` (µs), then restarted:
+        (µs from the restart until every later transaction's lag is back to within a
+        tolerance of its lag without the stop, or None; why None). The laps replayed cover the
+        straight line's estimate twice over, and more while it is not reached."""
+        n, period = self.times.count, self.times.period
+        restart = at + backlog
+        if headroom is None:
+            headroom, _ = self.headroom()
+        if headroom <= 1.0:
+            return None, "the replica does not keep up with the source's pace: it never drains"
+        estimate = backlog / (headroom - 1.0)
+        laps = max(2, math.ceil((restart + 2 * estimate) / period) + 1)
+        tol = max(self.jitter(), 1e-3 * backlog)
+        while True:
+            base = self.replay(1.0, laps)
+            total = n * laps
+            # the transactions not yet dispatched when the SQL thread stops wait for its restart
+            stop_at = int(np.searchsorted(base.dispatch, at, side="left"))
+            held = self.replay(1.0, laps, hold=(stop_at, restart))
+            behind = np.flatnonzero(held.commit[stop_at:] - base.commit[stop_at:] > tol)
+            drained = stop_at + (int(behind[-1]) + 1 if behind.size else 0)
+            # drained only at the very end may only look so (the replay ends): go on
+            if drained < total - 1:
+                return max(0.0, float(held.commit[drained]) - restart), None
+            if total * 2 > DRAIN_MAX_TRANSACTIONS:
+                return None, (f"not drained within {laps} laps of the trace "
+                              f"({total:,} transactions simulated)")
+            laps *= 2
+
+
+def lag_over_time(lap: Lap, count: int, points: int = LAG_POINTS) -> list[tuple[float, float]]:
+    """(source time, the largest lag of the transactions committed on the source in that
+    slice), both in µs, over the first `count` positions."""
+    source, lag = lap.source[:count], lap.lag[:count]
+    if count == 0:
+        return []
+    start, end = float(source[0]), float(source[-1])
+    width = (end - start) / points if end > start else 1.0
+    slot = np.minimum(((source - start) / width).astype(np.int64), points - 1)
+    worst = np.full(points, -np.inf)
+    np.maximum.at(worst, slot, lag)
+    return [(start + k * width, float(v)) for k, v in enumerate(worst) if v > -np.inf]

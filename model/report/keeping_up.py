@@ -1,0 +1,124 @@
+"""The report's "Keeping up" section: the trace replayed as it arrived (model/replay.py) for the
+recommended configuration and the server default: does the replica keep up, with what
+headroom, how far behind at worst and when; lag over time for both; headroom by worker count.
+Answered in words first.
+
+Lag over time and the verdict come from the whole trace. The headroom bisection replays the
+trace some fifteen times per worker count; above `sample` transactions it runs on the middle
+`sample` (as the what-ifs do), and the section says so."""
+from __future__ import annotations
+
+from ..lag import lag_one
+from ..replay import Replayer, ReplayError, source_times
+from ..schedulers import SchedulerError, parse_scheduler
+from ..simcore import SimulationError
+from .tasks import Tasks
+from .whatif import sample_window
+
+
+def plan(tasks: Tasks, trace, profile, picks: list[tuple[str, int]], workers, *,
+         tracker_options, applier_options, bugs, sample: int | None) -> dict | None:
+    """Add the section's runs to `tasks`; None (and nothing planned) with the reason when the
+    trace has no source commit times."""
+    try:
+        times = source_times(trace.txns())
+    except ReplayError as e:
+        return {"skipped": str(e)}
+    window = sample_window(trace, sample)
+    head_trace = window or trace
+    head_times = source_times(head_trace.txns()) if window else times
+
+    def opts(name):
+        return dict(bugs=bugs, tracker_options=tracker_options(parse_scheduler(name).tracker),
+                    applier_options=applier_options)
+
+    for name, w in picks:
+        tasks.add(("lag", name, w), f"lag {name} W={w}",
+                  lambda name=name, w=w: _guard(lambda: lag_one(
+                      trace.txns, times, name, w, profile, **opts(name))))
+    for name in dict.fromkeys(n for n, _ in picks):
+        for w in ([1] if parse_scheduler(name).is_serial else workers):
+            tasks.add(("headroom", name, w), f"headroom {name} W={w}",
+                      lambda name=name, w=w: _guard(lambda: Replayer(
+                          head_trace.txns, head_times, name, w, profile,
+                          **opts(name)).headroom()))
+    return {"times": times, "picks": picks, "sample": window}
+
+
+def _guard(fn):
+    try:
+        return "ok", fn()
+    except (SchedulerError, SimulationError) as e:
+        return "error", str(e)
+
+
+def assemble(planned: dict | None, done: dict) -> dict | None:
+    """The section's data (JSON) from the finished tasks."""
+    if planned is None or "skipped" in planned:
+        return planned
+    times, picks = planned["times"], planned["picks"]
+    busiest, busiest_at = times.busiest()
+    out = {"timestamps": "spread over each second" if times.whole_seconds else "µs",
+           "write_rate": round(times.write_rate(), 3), "busiest_minute_rate": round(busiest, 3),
+           "busiest_minute_at": times.clock(busiest_at), "configs": [], "headroom": {}}
+    for name, w in picks:
+        kind, value = done[("lag", name, w)]
+        out["configs"].append(value if kind == "ok" else
+                              {"scheduler": name, "workers": w, "error": value})
+    for key, outcome in done.items():
+        # `done` holds every section's tasks (the blame's key is a string): only ours
+        if not (isinstance(key, tuple) and len(key) == 3 and key[0] == "headroom"):
+            continue
+        (_, name, w), (kind, value) = key, outcome
+        row = out["headroom"].setdefault(name, [])
+        row.append({"workers": w, "headroom": round(value[0], 3), "is_bound": value[1]}
+                   if kind == "ok" else {"workers": w, "error": value})
+    if planned["sample"] is not None:
+        s = planned["sample"]
+        out["headroom_sample"] = {"transactions": s.count, "of": s.trace.count,
+                                  "first_seq": s.first_seq, "last_seq": s.last_seq}
+    out["answer"] = answer(out)
+    return out
+
+
+def _duration(s: float) -> str:
+    if s >= 3600:
+        return f"{s / 3600:.1f} h"
+    if s >= 60:
+        return f"{s / 60:.1f} min"
+    if s >= 1:
+        return f"{s:.1f} s"
+    return f"{s * 1000:.0f} ms"
+
+
+def answer(d: dict) -> list[str]:
+    """The section's answer in words, one sentence per configuration, then the caveats."""
+    lines = []
+    for c in d["configs"]:
+        who = f"With {c['workers']} worker{'s' if c['workers'] > 1 else ''}, `{c['scheduler']}`"
+        if "error" in c:
+            lines.append(f"{who}: {c['error']}.")
+            continue
+        head = c["headroom"]
+        if c["keeps_up"]:
+            text = (f"{who} keeps up with {head:.2f}x today's pace"
+                    + (" or more" if c["headroom_is_bound"] else ""))
+        else:
+            text = f"{who} does not keep up: it applies {head:.2f}x of today's pace"
+        text += (f"; the replica lags at most {_duration(c['max_lag_s'])}, at "
+                 f"{c['max_lag_at']} (the straight line, closed-backlog apply rate over write "
+                 f"rate, gives {c['straight_line_headroom']:.2f}x)")
+        lines.append(text + ".")
+    lines.append(f"Today's pace: {d['write_rate']:.1f} transactions per second on average, "
+                 f"{d['busiest_minute_rate']:.1f} in the busiest minute (from "
+                 f"{d['busiest_minute_at']}).")
+    if d["timestamps"] != "µs":
+        lines.append("The source's commit times are whole seconds (MariaDB): each second's "
+                     "transactions are spread evenly over it, so bursts inside a second are not "
+                     "seen and lags under a second are approximate.")
+    if d.get("headroom_sample"):
+        s = d["headroom_sample"]
+        lines.append(f"Headroom by worker count was bisected on the middle {s['transactions']:,} "
+                     f"of the trace's {s['of']:,} transactions; the verdicts and lags above "
+                     f"replay the whole trace.")
+    return lines

@@ -1,0 +1,121 @@
+"""`commitsched calibrate --replica` against a real local MariaDB replica (slow): the suite starts
+its own primary and replica on 127.0.0.1 (traces/record/lag_check.py's rig, no CPU limit) and
+stops them on every path. It records a window with a probe while sysbench writes, fits a
+profile from the binlog (a file, and read from the source over the replication protocol), and
+checks the one-line errors: an unreachable server, a user without privileges, a binlog that is
+not the window's."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from commitsched.cli import main
+from commitsched.profiles import get_profile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "traces", "record"))
+
+
+def _missing() -> list[str]:
+    need = [("mariadbd", "mysqld"), ("mariadb-install-db", "mysql_install_db"),
+            ("mariadb-binlog", "mysqlbinlog"), ("sysbench",), ("taskset",)]
+    return ["/".join(n) for n in need
+            if not any(shutil.which(x) or os.path.exists(f"/usr/sbin/{x}") for x in n)]
+
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(bool(_missing()), reason="mariadb-server / sysbench not installed: "
+                                                + ", ".join(_missing())),
+]
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory):
+    from lag_check import Rig
+    root = str(tmp_path_factory.mktemp("calibrate-live"))
+    os.chmod(root, 0o755)
+    r = Rig(root, 3590, None)
+    try:
+        r.setup()
+        yield r
+    finally:
+        r.stop()
+        ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        assert root not in ps            # both servers are gone
+
+
+def url(server, user="root") -> str:
+    return f"mysql://{user}@localhost/?socket={server.sock}"
+
+
+def test_calibrate_a_live_replica(rig, tmp_path, capsys):
+    P, R = rig.primary, rig.replica
+    rig.configure({"mode": "conservative", "threads": 2, "durability": "durable"})
+    assert rig.wait_caught_up(120)
+    P.sql("FLUSH BINARY LOGS")
+    binlog = P.sql("SHOW MASTER STATUS")[0][0]
+    load = subprocess.Popen(rig.sysbench_cmd("run", 300, 9, 4), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        window = tmp_path / "window.json"
+        assert main(["calibrate", "--replica", url(R), "--window", "6", "--probe", "2",
+                     "--probe-at", "1", "--record", str(window), "--quiet"]) == 0
+    finally:
+        load.wait(60)
+    assert rig.wait_caught_up(120)
+    P.sql("FLUSH BINARY LOGS")
+    recorded = json.loads(window.read_text())
+    assert recorded["settings"]["scheduler"] == "commit_id+mariadb_conservative"
+    assert recorded["settings"]["workers"] == 2 and recorded["settings"]["durability"] == "durable"
+    assert recorded["probe"]["start"] - recorded["probe"]["stop"] >= 2.0
+    assert recorded["fsync_ms"] > 0            # the datadir is on this machine
+    # the SQL thread runs again after the probe
+    assert R.slave_status()["Slave_SQL_Running"] == "Yes"
+    capsys.readouterr()
+    profile = tmp_path / "mine.json"
+    assert main(["calibrate", "--samples", str(window), "--binlog",
+                 os.path.join(P.datadir, binlog), "--schema", rig.schema, "-o", str(profile),
+                 "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "the probe's drain: measured" in text
+    mine = get_profile(str(profile))
+    assert mine.calibrated["durability"] == ["durable"] and "calibrated" in mine.provenance
+    # the same window, its binlog read from the source over the replication protocol
+    again = tmp_path / "again.json"
+    assert main(["calibrate", "--samples", str(window), "--source", url(P), "--schema",
+                 rig.schema, "-o", str(again), "--quiet"]) == 0
+    assert get_profile(str(again)).exec_default == pytest.approx(mine.exec_default, rel=1e-6)
+
+
+def test_errors_are_one_line(rig, tmp_path, capsys):
+    P, R = rig.primary, rig.replica
+    capsys.readouterr()
+    assert main(["calibrate", "--replica", "mysql://root@127.0.0.1:1", "--record",
+                 str(tmp_path / "w.json"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot connect" in err
+    R.sql("CREATE USER IF NOT EXISTS 'nopriv'@'localhost'")
+    assert main(["calibrate", "--replica", url(R, "nopriv"), "--record",
+                 str(tmp_path / "w.json"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not allowed" in err
+    assert not (tmp_path / "w.json").exists()
+    # a window, then a binlog from before it
+    first = P.sql("SHOW BINARY LOGS")[0][0]
+    window = tmp_path / "w2.json"
+    assert main(["calibrate", "--replica", url(R), "--window", "1", "--record", str(window),
+                 "--quiet"]) == 0
+    time.sleep(0.1)
+    assert main(["calibrate", "--samples", str(window), "--binlog",
+                 os.path.join(P.datadir, first), "--schema", rig.schema, "-o",
+                 str(tmp_path / "p.json"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not hold the window" in err
+    assert not (tmp_path / "p.json").exists()

@@ -1,0 +1,140 @@
+"""`commitsched calibrate` without a server: the fit recovers a known machine speed from a window
+that a simulated replica of that speed produced, and bad windows are refused in one line.
+(The live replica is in tests/test_calibrate_live.py, slow.)"""
+import json
+
+import msgspec
+import numpy as np
+import pytest
+
+from commitsched.calibrate_replica import (CalibrateError, Window, fit, nearest_base,
+                                           scaled_profile, simulate_applied, window_trace)
+from commitsched.cli import main
+from commitsched.profiles import get_profile
+from commitsched.replica_live import LiveError, mariadb_position, mysql_position, parse_url
+from commitsched.trace import trace_from_dicts
+
+BASE = get_profile("durable-mariadb")
+EPOCH = 1_790_000_000
+
+
+def machine(cpu_scale):
+    """A replica whose CPU is `cpu_scale` times the base's, as `recorded_window` says it runs:
+    one core, durable, no binlog of its own."""
+    return scaled_profile(BASE, cpu_scale, 1.0, cores=1, durability="durable",
+                          log_replica_updates=False)
+
+
+def workload(n=3000, rate=400.0):
+    """A MariaDB-like binlog: groups of 4 (commit ids), one-second stamps, rate per second."""
+    return list(trace_from_dicts([
+        {"seq": i, "writes": [f"d.t/PRIMARY={i % 500}"], "gtid": f"0-1-{100 + i}",
+         "commit_id": (i - 1) // 4 + 1, "flags": ["transactional", "allow_parallel"],
+         "events": 5, "rows": 2, "bytes": 400, "timestamp": float(EPOCH + int((i - 1) / rate))}
+        for i in range(1, n + 1)]).txns)
+
+
+def recorded_window(txns, profile, scheduler="serial", workers=1, probe=(2.0, 4.0)):
+    """What `record` would have sampled of a replica that is exactly `profile`: applied
+    positions every 50 ms, the SQL thread stopped at probe[0] s for probe[1] s."""
+    t = EPOCH + np.arange(0.0, 9.0, 0.05)
+    settings = {"version": "10.11.19-MariaDB", "flavor": "mariadb", "scheduler": scheduler,
+                "workers": workers, "durability": "durable", "log_replica_updates": False}
+    gtid = lambda k: f"0-1-{100 + k}" if k else "0-1-100"  # noqa: E731
+    draft = Window("sim", settings, "2026-11-26T00:00:00Z", 0.05,
+                   [(float(x), gtid(0), gtid(len(txns))) for x in t], None, None, 1)
+    wt = window_trace(draft, txns)
+    if probe is not None:
+        stop, start = EPOCH + probe[0], EPOCH + probe[0] + probe[1]
+        # the stop holds what was not applied by then: replay once without it to know that
+        free = simulate_applied(wt, draft, scheduler, workers, profile, 0)
+        at_stop = int(free.applied[np.searchsorted(t, stop)])
+        draft.probe = {"stop": stop, "start": start, "seconds": probe[1]}
+        draft.samples = [(float(x), gtid(at_stop if stop <= x < start else 0), "") for x in t]
+        wt = window_trace(draft, txns)
+    sim = simulate_applied(wt, draft, scheduler, workers, profile, 0)
+    arrived = np.searchsorted(wt.source, t, side="right")
+    draft.samples = [(float(x), gtid(int(a)), gtid(int(r)))
+                     for x, a, r in zip(t, sim.applied, arrived)]
+    return draft
+
+
+@pytest.mark.parametrize("truth", [0.5, 3.0])
+def test_fit_recovers_the_machine_speed(truth):
+    txns = workload()
+    window = recorded_window(txns, machine(truth))
+    result = fit(window, txns, BASE, cores=1, fsync=BASE_FSYNC)
+    assert result.cpu_scale == pytest.approx(truth, rel=0.05)
+    assert result.fitted_drain == pytest.approx(result.measured_drain, abs=0.15)
+
+
+BASE_FSYNC = 0.151          # the base machine's own: flush_scale 1
+
+
+def test_a_window_without_backlog_is_refused():
+    txns = workload()
+    window = recorded_window(txns, machine(0.2), probe=None)   # it keeps up throughout
+    with pytest.raises(CalibrateError, match="kept up over the whole window"):
+        fit(window, txns, BASE, cores=1)
+
+
+def test_a_binlog_that_is_not_the_windows_is_refused():
+    txns = workload()
+    window = recorded_window(txns, machine(1.0))
+    other = [msgspec.structs.replace(t, gtid=f"0-1-{90_000 + t.seq}") for t in txns]
+    with pytest.raises(CalibrateError, match="does not hold the window"):
+        fit(window, other, BASE, cores=1)
+
+
+def test_calibrate_command_fits_a_recorded_window(tmp_path, capsys):
+    txns = workload()
+    window = recorded_window(txns, machine(2.0))
+    w = tmp_path / "window.json"
+    w.write_text(json.dumps(window.to_json()))
+    binlog = tmp_path / "binlog.jsonl"
+    from commitsched.trace import write_trace
+    write_trace(str(binlog), txns)
+    out = tmp_path / "mine.json"
+    assert main(["calibrate", "--samples", str(w), "--binlog", str(binlog), "--cores", "1",
+                 "--fsync-ms", str(BASE_FSYNC), "-o", str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "CPU terms: 2.0" in text and "the probe's drain: measured" in text
+    mine = get_profile(str(out))
+    assert mine.name == "mine" and mine.cores == 1
+    assert mine.exec_default == pytest.approx(2.0 * BASE.exec_default, rel=0.05)
+    assert mine.calibrated["durability"] == ["durable"]
+    # its predictions for another durability say they were never measured
+    assert mine.with_durability("relaxed").unmeasured()
+
+
+def test_calibrate_command_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "w.json"
+    bad.write_text("{}")
+    assert main(["calibrate", "--samples", str(bad), "--binlog", str(bad), "-o",
+                 str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a window recorded" in err
+    assert main(["calibrate", "--replica", "mysql://nobody@127.0.0.1:1", "--record",
+                 str(tmp_path / "x.json"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot connect" in err
+    assert not (tmp_path / "x.json").exists() and not (tmp_path / "p.json").exists()
+
+
+def test_urls_and_positions():
+    a = parse_url("mysql://mon:s%40cret@db1:3307")
+    assert (a.user, a.password, a.host, a.port, a.socket) == ("mon", "s@cret", "db1", 3307, None)
+    assert parse_url("mariadb://root@localhost/?socket=/run/m.sock").socket == "/run/m.sock"
+    with pytest.raises(LiveError):
+        parse_url("http://x")
+    assert mariadb_position("0-1-12345") == (0, 12345)
+    assert mariadb_position("0-1-5,1-2-7", 1) == (1, 7)
+    with pytest.raises(LiveError, match="several replication domains"):
+        mariadb_position("0-1-5,1-2-7")
+    uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    assert mysql_position(f"{uuid}:1-77,aaaa:1-3", uuid) == 77
+
+
+def test_the_base_is_the_nearest_machine():
+    assert nearest_base(1) == nearest_base(4) == "durable-mariadb"
+    assert nearest_base(8) == nearest_base(32) == nearest_base(None) == "replica16"

@@ -1,0 +1,567 @@
+#!/usr/bin/env python3
+"""The real check of `commitsched lag` (docs/lag.md): a live MariaDB primary and replica on this
+machine, the source driven by sysbench at fixed rates, the replica's lag measured over time.
+
+    python traces/record/lag_check.py measure --out traces/calibration/lag_check [--runs NAME,...]
+    python traces/record/lag_check.py report  --out traces/calibration/lag_check
+
+`measure`: a private primary and replica on 127.0.0.1 (own datadirs, sockets, ports; stopped on
+every path). The primary and sysbench are pinned to CPU 0, the replica to CPU 1 (taskset), so
+that neither takes the other's core: the replica is a one-core machine, which every prediction
+says (`--cores 1`). The replica stays up between runs; each run sets its settings (dynamic:
+`slave_parallel_threads`/`_mode`, `sync_binlog`, `innodb_flush_log_at_trx_commit`), waits for
+it to be caught up, rotates the primary's binlog, then runs sysbench at the run's `--rate`
+while both servers' GTID positions are sampled every 50 ms (the primary's `gtid_binlog_pos`,
+the replica's `gtid_slave_pos`). A run with a stop stops the replica's SQL thread at the given
+time for the given span and starts it again (the drain). After sysbench the replica is waited
+for until caught up, the binlog is rotated and imported into the run's trace.
+
+Each run's folder holds `samples.csv` (t, primary seq_no, replica seq_no), `meta.json` (settings,
+rate, stop, counters, the commands) and `trace.jsonl.gz` (the run's binlog, imported).
+`report` turns samples into measured lag, drain time and keeps-up (`commitsched.lag_measure`)
+and sets them beside the predictions (`calibrate` on one run, `lag` for the others) and the
+straight-line extrapolation.
+"""
+from __future__ import annotations
+
+import argparse
+import atexit
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from calib_server import CalibServer, find_tools, free_port, fsync_probe  # noqa: E402
+from calibrate import BASE_SETTINGS, SYNC_SETTINGS  # noqa: E402
+
+PRIMARY_CPU, REPLICA_CPU = 0, 1
+SAMPLE_INTERVAL = 0.05
+TABLES, TABLE_SIZE, CLIENTS = 4, 10000, 16
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def pin(pid: int, cpu: int) -> None:
+    """Every thread of `pid` (and those it starts later, which inherit it) on CPU `cpu`."""
+    subprocess.run(["taskset", "-a", "-p", "-c", str(cpu), str(pid)], check=True,
+                   capture_output=True)
+
+
+CGROUP = "/sys/fs/cgroup/cpu/commitsched-lag-replica"
+
+
+def limit_cpu(pid: int, percent: int | None) -> None:
+    """The replica's CPU bandwidth: `percent` of one core (cgroup v1 `cpu` quota), so that it
+    is a slower machine than the source's; None: no limit."""
+    if percent is None:
+        return
+    os.makedirs(CGROUP, exist_ok=True)
+    # short periods, so that a throttled thread waits milliseconds, not tens: the kernel's
+    # smallest quota is 1 ms, so the period is 100 ms / percent (5 ms at 20%)
+    period = max(1000, 100_000 // percent)
+    with open(os.path.join(CGROUP, "cpu.cfs_period_us"), "w") as f:
+        f.write(str(period))
+    with open(os.path.join(CGROUP, "cpu.cfs_quota_us"), "w") as f:
+        f.write(str(period * percent // 100))
+    with open(os.path.join(CGROUP, "cgroup.procs"), "w") as f:
+        f.write(str(pid))
+
+
+def move_io_thread(server) -> int | None:
+    """The replica's IO thread (receiving the binlog, writing the relay log) to CPU 0 beside
+    the primary, out of the replica's CPU limit: the model prices the apply, not the receiving
+    (on a replica whose IO thread shares one slow core with the appliers, the apply slowed by a
+    quarter to a third while events arrived: docs/lag.md). Its thread id from
+    performance_schema.threads; None if not found."""
+    rows = server.sql("SELECT THREAD_OS_ID FROM performance_schema.threads "
+                      "WHERE NAME = 'thread/sql/slave_io'")
+    if not rows or not rows[0] or rows[0][0] in ("", "NULL"):
+        return None
+    tid = int(rows[0][0])
+    with open("/sys/fs/cgroup/cpu/tasks", "w") as f:     # the root cpu cgroup: no limit
+        f.write(str(tid))
+    subprocess.run(["taskset", "-p", "-c", str(PRIMARY_CPU), str(tid)], check=True,
+                   capture_output=True)
+    return tid
+
+
+def release_cpu_limit() -> None:
+    try:
+        os.rmdir(CGROUP)
+    except OSError:
+        pass
+
+
+# A run: (name, durability, mode, threads, rate, seconds, stop_at, stop_for, clients)
+def parse_run(text: str) -> dict:
+    """`durable-conservative-4@400x60+stop20:15` (clients 16) or with `/c1` for one client;
+    `+cal` after the stop: the stop is `commitsched calibrate --probe`'s (the calibrating run)."""
+    text, cal = (text[:-4], True) if text.endswith("+cal") else (text, False)
+    spec, _, clients = text.partition("/c")
+    head, _, stop = spec.partition("+stop")
+    cfg, _, load = head.partition("@")
+    durability, mode, threads = cfg.split("-")
+    rate, _, seconds = load.partition("x")
+    run = {"name": text.replace("/", "_").replace("+", "_").replace("@", "_").replace(":", "_"),
+           "durability": durability, "mode": mode, "threads": int(threads), "rate": int(rate),
+           "seconds": int(seconds), "clients": int(clients) if clients else CLIENTS,
+           "stop_at": None, "stop_for": None, "calibrate": cal}
+    if stop:
+        at, _, span = stop.partition(":")
+        run["stop_at"], run["stop_for"] = float(at), float(span)
+    if cal and not stop:
+        raise SystemExit(f"lag_check: {text!r}: +cal needs a +stop (the probe)")
+    if durability not in SYNC_SETTINGS or mode not in ("serial", "conservative", "optimistic"):
+        raise SystemExit(f"lag_check: bad run {text!r}")
+    return run
+
+
+class Rig:
+    def __init__(self, root: str, port: int, cpu_percent: int | None):
+        self.tools = find_tools()
+        self.cpu_percent = cpu_percent
+        self.root = root
+        p_port = free_port(port)
+        r_port = free_port(p_port + 1)
+        self.primary = CalibServer(self.tools, os.path.join(root, "primary"), p_port, "primary")
+        self.replica = CalibServer(self.tools, os.path.join(root, "replica"), r_port, "replica")
+        self.sysbench = None
+
+    def sysbench_cmd(self, action: str, rate: int = 0, seconds: int = 0,
+                     clients: int = CLIENTS) -> list[str]:
+        cmd = ["taskset", "-c", str(PRIMARY_CPU), self.tools["sysbench"], "oltp_write_only",
+               "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={self.primary.port}",
+               "--mysql-user=sbtest", "--mysql-password=sbtest", "--mysql-db=sbtest",
+               f"--tables={TABLES}", f"--table-size={TABLE_SIZE}", "--rand-seed=1"]
+        if action == "run":
+            cmd += [f"--threads={clients}", f"--time={seconds}", f"--rate={rate}",
+                    "--events=0", "--report-interval=0", "--mysql-ignore-errors=all"]
+        return cmd + [action]
+
+    def setup(self) -> dict:
+        P, R = self.primary, self.replica
+        os.makedirs(P.workdir), os.makedirs(R.workdir)
+        P.install()
+        p_set = dict(BASE_SETTINGS, server_id="1", log_bin=os.path.join(P.datadir, "binlog"),
+                     gtid_strict_mode="ON", **SYNC_SETTINGS["durable"])
+        P.start(p_set)
+        pin(P.pid, PRIMARY_CPU)
+        P.sql("CREATE DATABASE sbtest; CREATE USER 'sbtest'@'127.0.0.1' IDENTIFIED BY 'sbtest';"
+              "GRANT ALL ON sbtest.* TO 'sbtest'@'127.0.0.1';"
+              "CREATE USER 'repl'@'127.0.0.1' IDENTIFIED BY 'repl';"
+              "GRANT REPLICATION SLAVE ON *.* TO 'repl'@'127.0.0.1'")
+        log("sysbench prepare")
+        r = subprocess.run(self.sysbench_cmd("prepare"), capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit("lag_check: sysbench prepare failed\n" + r.stdout + r.stderr)
+        self.schema = os.path.join(self.root, "schema.sql")
+        with open(self.schema, "w") as f:
+            subprocess.run([self.tools["dump"], "--no-defaults", f"--socket={P.sock}", "-uroot",
+                            "--no-data", "--databases", "sbtest"], stdout=f, check=True)
+        R.install()
+        r_set = dict(BASE_SETTINGS, server_id="2", log_bin=os.path.join(R.datadir, "binlog"),
+                     log_slave_updates="OFF", relay_log=os.path.join(R.datadir, "relay"),
+                     skip_slave_start="ON", gtid_strict_mode="ON", performance_schema="ON",
+                     slave_parallel_threads="0", **SYNC_SETTINGS["durable"])
+        R.start(r_set)
+        pin(R.pid, REPLICA_CPU)
+        limit_cpu(R.pid, self.cpu_percent)
+        R.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={P.port}, "
+              f"MASTER_USER='repl', MASTER_PASSWORD='repl', MASTER_USE_GTID=slave_pos; "
+              f"START SLAVE")
+        self.wait_caught_up(600)
+        self.version = P.sql("SELECT VERSION()")[0][0]
+        return {"version": self.version, "primary_settings": p_set, "replica_settings": r_set,
+                "replica_cpu_percent_of_one_core": self.cpu_percent}
+
+    def positions(self) -> tuple[int, int]:
+        p = self.primary.sql("SELECT @@gtid_binlog_pos")[0][0]
+        r = self.replica.sql("SELECT @@gtid_slave_pos")[0][0]
+        seq = lambda g: int(g.rsplit("-", 1)[1]) if g else 0  # noqa: E731
+        return seq(p), seq(r)
+
+    def wait_caught_up(self, timeout: float) -> bool:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            p, r = self.positions()
+            if r >= p:
+                return True
+            time.sleep(0.2)
+        return False
+
+    def configure(self, run: dict) -> None:
+        R = self.replica
+        R.sql("STOP SLAVE")
+        threads = 0 if run["mode"] == "serial" else run["threads"]
+        sets = [f"SET GLOBAL slave_parallel_threads={threads}"]
+        if threads:
+            sets.append(f"SET GLOBAL slave_parallel_mode='{run['mode']}'")
+        for k, v in SYNC_SETTINGS[run["durability"]].items():
+            sets.append(f"SET GLOBAL {k}={v}")
+        R.sql("; ".join(sets) + "; START SLAVE")
+        time.sleep(0.5)
+        pin(R.pid, REPLICA_CPU)            # the new worker threads too
+        if self.cpu_percent is not None and move_io_thread(R) is None:
+            raise SystemExit("lag_check: the replica's IO thread was not found in "
+                             "performance_schema.threads")
+
+    def measure(self, run: dict, out: str) -> dict:
+        import pymysql
+        P, R = self.primary, self.replica
+        self.configure(run)
+        if not self.wait_caught_up(900):
+            raise SystemExit("lag_check: the replica did not catch up before the run")
+        P.sql("FLUSH BINARY LOGS")
+        binlog = P.sql("SHOW MASTER STATUS")[0][0]
+        status0 = {"primary": P.status(), "replica": R.status()}
+        fsync = fsync_probe(R.workdir, n=30)
+        pc = pymysql.connect(unix_socket=P.sock, user="root", autocommit=True)
+        rc = pymysql.connect(unix_socket=R.sock, user="root", autocommit=True)
+        samples: list[tuple[float, int, int]] = []
+        events: dict[str, float] = {}
+        done = threading.Event()
+
+        def seqno(conn, sql):
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                g = cur.fetchone()[0]
+            return int(g.rsplit("-", 1)[1]) if g else 0
+
+        def sampler():
+            nxt = time.time()
+            while not done.is_set():
+                t = time.time()
+                samples.append((t, seqno(pc, "SELECT @@gtid_binlog_pos"),
+                                seqno(rc, "SELECT @@gtid_slave_pos")))
+                nxt += SAMPLE_INTERVAL
+                time.sleep(max(0.0, nxt - time.time()))
+
+        th = threading.Thread(target=sampler, daemon=True)
+        th.start()
+        time.sleep(1.0)
+        cmd = self.sysbench_cmd("run", run["rate"], run["seconds"], run["clients"])
+        events["sysbench_start"] = time.time()
+        sb = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.sysbench = sb
+        cal = None
+        if run["calibrate"]:
+            # the probe by the tool itself, as a user runs it: it samples the replica over the
+            # run and stops its SQL thread at stop_at for stop_for seconds
+            cal_cmd = ["taskset", "-c", str(PRIMARY_CPU), sys.executable, "-m", "commitsched",
+                       "calibrate", "--replica", f"mysql://root@localhost/?socket={R.sock}",
+                       "--window", str(run["seconds"]), "--probe", str(run["stop_for"]),
+                       "--probe-at", str(run["stop_at"]), "--quiet",
+                       "--record", os.path.join(out, "window.json")]
+            os.makedirs(out, exist_ok=True)
+            cal = subprocess.Popen(cal_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True)
+        elif run["stop_at"] is not None:
+            time.sleep(max(0.0, events["sysbench_start"] + run["stop_at"] - time.time()))
+            R.sql("STOP SLAVE SQL_THREAD")
+            events["stop"] = time.time()
+            time.sleep(max(0.0, events["stop"] + run["stop_for"] - time.time()))
+            R.sql("START SLAVE SQL_THREAD")
+            events["start"] = time.time()
+        sb_out, _ = sb.communicate()
+        self.sysbench = None
+        if cal is not None:
+            cal_out, _ = cal.communicate()
+            if cal.returncode != 0:
+                raise SystemExit(f"lag_check: commitsched calibrate failed:\n{cal_out}")
+            window = json.load(open(os.path.join(out, "window.json")))
+            events["stop"], events["start"] = window["probe"]["stop"], window["probe"]["start"]
+        events["sysbench_end"] = time.time()
+        caught = self.wait_caught_up(600)
+        events["caught_up"] = time.time()
+        time.sleep(1.0)
+        done.set()
+        th.join()
+        pc.close(), rc.close()
+        status1 = {"primary": P.status(), "replica": R.status()}
+        P.sql("FLUSH BINARY LOGS")
+        ss = R.slave_status()
+        if ss.get("Last_SQL_Error"):
+            raise SystemExit(f"lag_check: replica error in {run['name']}: {ss['Last_SQL_Error']}")
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "samples.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["t", "primary_seq", "replica_seq"])
+            w.writerows((f"{t:.4f}", p, r) for t, p, r in samples)
+        from commitsched.importers import import_binlog
+        stats = import_binlog([os.path.join(P.datadir, binlog)],
+                              os.path.join(out, "trace.jsonl.gz"), schema=[self.schema],
+                              progress=False)
+        counters = ("binlog_commits", "binlog_group_commits", "com_commit",
+                    "slave_retried_transactions", "innodb_os_log_fsyncs", "innodb_data_fsyncs")
+        meta = {"run": run, "binlog": binlog, "events": events, "caught_up": caught,
+                "fsync_probe_ms": fsync, "version": self.version,
+                "sysbench": " ".join(cmd[3:]), "sysbench_tail": sb_out[-1500:],
+                "transactions": getattr(stats, "transactions", None),
+                "counters": {side: {c: int(status1[side].get(c, 0)) - int(status0[side].get(c, 0))
+                                    for c in counters} for side in ("primary", "replica")},
+                "host": {"nproc": os.cpu_count(), "load": os.getloadavg()},
+                "pinned": {"primary_and_sysbench_cpu": PRIMARY_CPU, "replica_cpu": REPLICA_CPU},
+                "replica_cpu_percent_of_one_core": self.cpu_percent}
+        with open(os.path.join(out, "meta.json"), "w") as f:
+            json.dump(meta, f, indent=1)
+        return meta
+
+    def stop(self) -> None:
+        if self.sysbench is not None and self.sysbench.poll() is None:
+            self.sysbench.kill()
+        for s in (self.replica, self.primary):
+            try:
+                s.stop()
+            except Exception as e:  # stop both whatever happens to one
+                log(f"stopping {s.name}: {e}")
+        release_cpu_limit()
+
+
+def cmd_measure(a) -> int:
+    runs = [parse_run(r) for r in a.runs.split(",")]
+    root = tempfile.mkdtemp(prefix="lagcheck-", dir=a.workdir)
+    os.chmod(root, 0o755)                        # the servers run as mysql
+    rig = Rig(root, a.port, a.cpu_percent)
+    atexit.register(rig.stop)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.sched_setaffinity(0, {PRIMARY_CPU})        # the sampler beside the primary
+    try:
+        setup = rig.setup()
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, "setup.json"), "w") as f:
+            json.dump({**setup, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                             time.gmtime())}, f, indent=1)
+        for run in runs:
+            log(f"run {run['name']}")
+            meta = rig.measure(run, os.path.join(a.out, "runs", run["name"]))
+            log(f"  {meta['transactions']} transactions, caught up: {meta['caught_up']}")
+    finally:
+        rig.stop()
+        if not a.keep:
+            subprocess.run(["rm", "-rf", root])
+    return 0
+
+
+SCHEDULERS = {"serial": "serial", "conservative": "commit_id+mariadb_conservative",
+              "optimistic": "commit_id+mariadb_optimistic"}
+
+
+def measured(run_dir: str) -> dict:
+    """What the samples say of one run (commitsched.lag_measure)."""
+    import numpy as np
+    from commitsched.lag_measure import (apply_rate, caught_up_at, max_lag_outside,
+                                         measured_lag, write_rate)
+    from commitsched.trace import load_trace
+    meta = json.load(open(os.path.join(run_dir, "meta.json")))
+    rows = list(csv.reader(open(os.path.join(run_dir, "samples.csv"))))[1:]
+    t = np.asarray([float(r[0]) for r in rows])
+    p = np.asarray([int(r[1]) for r in rows])
+    r = np.asarray([int(r[2]) for r in rows])
+    txns = load_trace(os.path.join(run_dir, "trace.jsonl.gz")).txns
+    numbers = np.asarray([int(x.gtid.rsplit("-", 1)[1]) for x in txns])
+    ev = meta["events"]
+    m = measured_lag(t, p, r, numbers)
+    out = {"meta": meta, "txns": txns, "events": ev,
+           "write_rate": write_rate(t, p, ev["sysbench_start"] + 1, ev["sysbench_end"])}
+    windows = []
+    if "start" in ev:
+        caught = caught_up_at(t, p, r, ev["start"])
+        out["drain_s"] = None if caught is None else caught - ev["start"]
+        out["apply_rate_in_drain"] = (apply_rate(t, r, ev["start"], caught)
+                                      if caught else None)
+        windows.append((ev["stop"], caught or t[-1]))
+    out["max_lag_s"] = max_lag_outside(m, windows)
+    end = int(np.searchsorted(t, ev["sysbench_end"])) - 1
+    # keeps up: at the end of the load, no more behind than a second of its writes
+    out["backlog_at_end"] = int(p[end] - r[end])
+    out["keeps_up"] = bool(p[end] - r[end] <= max(out["write_rate"], 1.0))
+    out["source_first"] = float(m.source[0])
+    return out
+
+
+def _err(pred, meas):
+    if pred is None or meas is None or not meas:
+        return None
+    return (pred - meas) / meas
+
+
+def cmd_report(a) -> int:
+    import statistics
+    from commitsched.calibrate_replica import Window, described, fit
+    from commitsched.lag import lag_one, straight_line_drain
+    from commitsched.profiles import get_profile
+    from commitsched.replay import source_times
+    run_dirs = sorted(d for d in os.listdir(os.path.join(a.out, "runs")))
+    runs = {d: measured(os.path.join(a.out, "runs", d)) for d in run_dirs}
+    cal = [d for d in run_dirs if runs[d]["meta"]["run"].get("calibrate")]
+    if len(cal) != 1:
+        raise SystemExit(f"lag_check: expected one calibrating run (+cal), found {cal}")
+    cal = cal[0]
+    window = Window.from_file(os.path.join(a.out, "runs", cal, "window.json"))
+    from commitsched.calibrate_replica import nearest_base
+    base = get_profile(a.base or nearest_base(window.cores))
+    result = fit(window, runs[cal]["txns"], base)
+    profile = described(result, window, base, "lag-check-replica")
+    with open(os.path.join(a.out, "profile.json"), "w") as f:
+        json.dump({"profiles": [profile.to_json()]}, f, indent=1)
+    line_rate = runs[cal]["apply_rate_in_drain"]
+    rows = []
+    for d in run_dirs:
+        m, run = runs[d], runs[d]["meta"]["run"]
+        sched = SCHEDULERS[run["mode"]]
+        workers = 1 if run["mode"] == "serial" else run["threads"]
+        prof = profile.with_durability(run["durability"])
+        times = source_times(m["txns"])
+        backlog = run["stop_for"]
+        at = (m["events"]["stop"] - times.epoch) if backlog else 0.0
+        log(f"predicting {d}")
+        pred = lag_one(lambda txns=m["txns"]: iter(txns), times, sched, workers, prof,
+                       backlog=backlog, backlog_at=max(at, 0.0))
+        w = m["write_rate"]
+        line = {"keeps_up": line_rate > w,
+                "drain_s": straight_line_drain(backlog, line_rate, w) if backlog else None,
+                "max_lag_s": (1.0 / line_rate if line_rate > w
+                              else run["seconds"] * (w / line_rate - 1.0))}
+        rows.append({"run": d, "calibrating": d == cal, "config": f"{run['durability']} "
+                     f"{run['mode']} W={workers}" + (" 1 client" if run["clients"] == 1 else ""),
+                     "rate": run["rate"], "write_rate": round(w, 1), "stop_s": backlog,
+                     "measured": {"keeps_up": m["keeps_up"], "max_lag_s": m["max_lag_s"],
+                                  "drain_s": m.get("drain_s"),
+                                  "apply_rate_in_drain": m.get("apply_rate_in_drain")},
+                     "model": {"keeps_up": pred["keeps_up"], "max_lag_s": pred["max_lag_s"],
+                               "drain_s": pred.get("drain_s"), "headroom": pred["headroom"]},
+                     "line": line})
+    summary = summarize(rows, a.material_lag)
+    report = {"calibrating_run": cal, "base": base.name, "cpu_scale": result.cpu_scale,
+              "flush_scale": result.flush_scale, "line_apply_rate": line_rate,
+              "fit_drain_measured_s": result.measured_drain,
+              "fit_drain_replayed_s": result.fitted_drain, "rows": rows, "summary": summary}
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    text = markdown(report, a.material_lag)
+    with open(os.path.join(a.out, "report.md"), "w") as f:
+        f.write(text)
+    if a.doc:
+        put_in_doc(a.doc, text)
+    print(text)
+    return 0
+
+
+def put_in_doc(path: str, text: str) -> None:
+    """Replace what stands between the doc's lag-check markers by `text`."""
+    begin, end = "<!-- lag-check:begin -->", "<!-- lag-check:end -->"
+    doc = open(path, encoding="utf-8").read()
+    if begin not in doc or end not in doc:
+        raise SystemExit(f"lag_check: {path} has no {begin} ... {end} markers")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head + begin + "\n" + text + end + tail)
+
+
+def summarize(rows: list[dict], material: float) -> dict:
+    """Over the runs not used to calibrate: median |error| of drain and of max lag (where the
+    measured lag is material: at least `material` s, ten sampling intervals and more), and
+    how many keeps-up verdicts are right; for the model and the straight line."""
+    import statistics
+    out = {}
+    held = [r for r in rows if not r["calibrating"]]
+    for who in ("model", "line"):
+        drains = [abs(_err(r[who]["drain_s"], r["measured"]["drain_s"])) for r in held
+                  if r["stop_s"] and _err(r[who]["drain_s"], r["measured"]["drain_s"]) is not None]
+        never = sum(1 for r in held if r["stop_s"] and r[who]["drain_s"] is None
+                    and r["measured"]["drain_s"] is not None)
+        lags = [abs(_err(r[who]["max_lag_s"], r["measured"]["max_lag_s"])) for r in held
+                if r["measured"]["max_lag_s"] >= material]
+        right = sum(1 for r in held if r[who]["keeps_up"] == r["measured"]["keeps_up"])
+        out[who] = {"drain_median_error": statistics.median(drains) if drains else None,
+                    "drain_runs": len(drains), "drain_never_but_drained": never,
+                    "max_lag_median_error": statistics.median(lags) if lags else None,
+                    "max_lag_runs": len(lags), "keeps_up_right": right,
+                    "keeps_up_runs": len(held)}
+    return out
+
+
+def _fmt_s(v) -> str:
+    return "never" if v is None else f"{v:.2f}"
+
+
+def _fmt_e(pred, meas) -> str:
+    e = _err(pred, meas)
+    return "" if e is None else f" ({100 * e:+.0f}%)"
+
+
+def markdown(report: dict, material: float) -> str:
+    lines = ["| run | configuration | rate | keeps up: measured / model / line | "
+             "max lag s: measured / model / line | drain s: measured / model / line |",
+             "|---|---|---|---|---|---|"]
+    yn = lambda v: "yes" if v else "no"  # noqa: E731
+    for r in report["rows"]:
+        m, p, l = r["measured"], r["model"], r["line"]
+        name = r["run"] + (" (calibrated on it)" if r["calibrating"] else "")
+        drain = "-" if not r["stop_s"] else (
+            f"{_fmt_s(m['drain_s'])} / {_fmt_s(p['drain_s'])}{_fmt_e(p['drain_s'], m['drain_s'])}"
+            f" / {_fmt_s(l['drain_s'])}{_fmt_e(l['drain_s'], m['drain_s'])}")
+        lag = (f"{m['max_lag_s']:.2f} / {p['max_lag_s']:.2f}"
+               + (_fmt_e(p['max_lag_s'], m['max_lag_s']) if m['max_lag_s'] >= material else "")
+               + f" / {l['max_lag_s']:.2f}"
+               + (_fmt_e(l['max_lag_s'], m['max_lag_s']) if m['max_lag_s'] >= material else ""))
+        lines.append(f"| {name} | {r['config']} | {r['write_rate']:.0f}/s | "
+                     f"{yn(m['keeps_up'])} / {yn(p['keeps_up'])} / {yn(l['keeps_up'])} | "
+                     f"{lag} | {drain} |")
+    s = report["summary"]
+    lines += ["", "| over the runs not used to calibrate | model | straight line |",
+              "|---|---|---|"]
+    for key, label in (("drain_median_error", "drain time: median error"),
+                       ("max_lag_median_error", f"max lag (measured >= {material:g} s): "
+                                                "median error")):
+        cells = []
+        for who in ("model", "line"):
+            v = s[who][key]
+            n = s[who]["drain_runs" if key.startswith("drain") else "max_lag_runs"]
+            cells.append("-" if v is None else f"{100 * v:.0f}% ({n} runs)")
+        lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
+    lines.append(f"| keeps-up verdict right | {s['model']['keeps_up_right']} of "
+                 f"{s['model']['keeps_up_runs']} | {s['line']['keeps_up_right']} of "
+                 f"{s['line']['keeps_up_runs']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("measure")
+    m.add_argument("--out", required=True)
+    m.add_argument("--runs", required=True,
+                   help="comma-separated DURABILITY-MODE-THREADS@RATExSECONDS[+stopAT:SPAN][/cN]")
+    m.add_argument("--port", type=int, default=3511)
+    m.add_argument("--workdir", default=None)
+    m.add_argument("--keep", action="store_true")
+    m.add_argument("--cpu-percent", type=int, default=None,
+                   help="limit the replica to this share of one core (a slower machine)")
+    m.set_defaults(func=cmd_measure)
+    r = sub.add_parser("report")
+    r.add_argument("--out", required=True)
+    r.add_argument("--base", default=None,
+                   help="the base profile (default: calibrate's, the nearest core count)")
+    r.add_argument("--doc", help="also put the table in this doc, between its lag-check markers")
+    r.add_argument("--material-lag", type=float, default=0.5,
+                   help="max lags below this (s) are within the sampling's resolution: shown, "
+                        "not counted in the median error")
+    r.set_defaults(func=cmd_report)
+    a = p.parse_args(argv)
+    return a.func(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
