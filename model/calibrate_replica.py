@@ -138,16 +138,12 @@ def fsync_ms(directory: str, n: int = 50) -> float:
 def received(conn, flavor: str) -> str:
     """What the replica's IO thread has received (MariaDB `Gtid_IO_Pos`, MySQL
     `Retrieved_Gtid_Set`); LiveError if the server is not a replica."""
-    from .replica_live import query
+    from .replica_live import query_named
     statement = "SHOW SLAVE STATUS" if flavor == "mariadb" else "SHOW REPLICA STATUS"
-    query(conn, "SELECT 1")                        # errors (privileges) the usual way
-    with conn.cursor() as cur:
-        cur.execute(statement)
-        row = cur.fetchone()
-        names = [d[0] for d in cur.description or ()]
-    if not row:
+    names, rows = query_named(conn, statement)
+    if not rows:
         raise LiveError(f"the server is not a replica ({statement} is empty)")
-    status = dict(zip(names, row))
+    status = dict(zip(names, rows[0]))
     return status.get("Gtid_IO_Pos" if flavor == "mariadb" else "Retrieved_Gtid_Set") or ""
 
 

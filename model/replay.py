@@ -39,6 +39,9 @@ HEADROOM_LIMIT = 1000.0
 # At most this many transactions simulated in one drain replay (all its laps); a backlog that
 # needs more is reported as not drained within the simulated horizon.
 DRAIN_MAX_TRANSACTIONS = 20_000_000
+# A source commit time beyond this many seconds (year 33658) is not one: refused, so that the
+# replay's µs arithmetic stays finite.
+MAX_TIMESTAMP = 1e12
 # Points of the lag-over-time series (the maximum lag in each slice of the source's time).
 LAG_POINTS = 200
 
@@ -117,7 +120,12 @@ def source_times(txns: Iterable) -> SourceTimes:
             raise ReplayError(f"seq {txn.seq} has no timestamp: replaying a binlog as it arrived "
                               f"needs every transaction's source commit time (import the binlog "
                               f"itself, whose events carry them)")
-        stamps.append(float(txn.timestamp))
+        stamp = float(txn.timestamp)
+        if not math.isfinite(stamp) or abs(stamp) > MAX_TIMESTAMP:
+            raise ReplayError(f"seq {txn.seq} has timestamp {txn.timestamp!r}: a source commit "
+                              f"time is seconds of Unix time (or from the trace's start), "
+                              f"below {MAX_TIMESTAMP:.0e}")
+        stamps.append(stamp)
     if not stamps:
         raise ReplayError("the trace has no transactions")
     whole = all(s == int(s) for s in stamps)
@@ -294,7 +302,7 @@ class Replayer:
                     return HEADROOM_LIMIT, True
                 hi = min(2 * hi, HEADROOM_LIMIT)
         else:
-            lo, hi = min(1.05 * line, 1.0) / 2, 1.0
+            lo, hi = max(min(1.05 * line, 1.0) / 2, 1 / HEADROOM_LIMIT), 1.0
             while not self.keeps_up(lo):
                 hi = lo
                 if lo <= 1 / HEADROOM_LIMIT:

@@ -68,11 +68,16 @@ def connect(address: Address, timeout: float = 10.0):
 
 
 def query(conn, sql: str) -> list[tuple]:
+    return query_named(conn, sql)[1]
+
+
+def query_named(conn, sql: str) -> tuple[list[str], list[tuple]]:
+    """(column names, rows) of `sql`; LiveError naming the privilege when it is refused."""
     import pymysql
     try:
         with conn.cursor() as cur:
             cur.execute(sql)
-            return list(cur.fetchall())
+            return [d[0] for d in cur.description or ()], list(cur.fetchall())
     except (pymysql.err.OperationalError, pymysql.err.ProgrammingError,
             pymysql.err.InternalError) as e:
         code, msg = (e.args + ("",))[:2]

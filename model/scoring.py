@@ -282,7 +282,8 @@ def same_stream(trace, a: tuple[str, dict], b: tuple[str, dict]) -> bool:
                 da, db = (engine.annotation(columns, *a), engine.annotation(columns, *b))
             except SchedulerError:
                 return False
-            return all(np.array_equal(da[k], db[k]) for k in da)
+            if da is not None and db is not None:   # else (no seq0: empty) as the reference
+                return all(np.array_equal(da[k], db[k]) for k in da)
         xs, ys = tee(trace.txns())          # the same Txn objects, read once
         end = (None, object())
         for (x, dx), (y, dy) in zip_longest(ta.annotate(xs), tb.annotate(ys), fillvalue=end):

@@ -37,9 +37,11 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory):
+def rig():
+    import tempfile
     from lag_check import Rig
-    root = str(tmp_path_factory.mktemp("calibrate-live"))
+    # Not under pytest's tmp_path: its parents are private to root, and the servers run as mysql.
+    root = tempfile.mkdtemp(prefix="calibrate-live-")
     os.chmod(root, 0o755)
     r = Rig(root, 3590, None)
     try:
@@ -48,6 +50,7 @@ def rig(tmp_path_factory):
     finally:
         r.stop()
         ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        shutil.rmtree(root, ignore_errors=True)
         assert root not in ps            # both servers are gone
 
 
@@ -112,6 +115,7 @@ def test_errors_are_one_line(rig, tmp_path, capsys):
     window = tmp_path / "w2.json"
     assert main(["calibrate", "--replica", url(R), "--window", "1", "--record", str(window),
                  "--quiet"]) == 0
+    assert "recorded" in capsys.readouterr().err
     time.sleep(0.1)
     assert main(["calibrate", "--samples", str(window), "--binlog",
                  os.path.join(P.datadir, first), "--schema", rig.schema, "-o",

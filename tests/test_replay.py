@@ -101,6 +101,23 @@ def test_no_timestamps_is_an_error():
         source_times(trace.txns)
 
 
+def test_a_timestamp_that_is_not_a_time_is_an_error():
+    for bad in (1e300, 2e12):
+        trace = trace_from_dicts([{"seq": 1, "writes": [], "timestamp": 1.0},
+                                  {"seq": 2, "writes": [], "timestamp": bad}])
+        with pytest.raises(ReplayError, match="seq 2 has timestamp"):
+            source_times(trace.txns)
+
+
+def test_a_replica_far_too_slow_has_the_lowest_headroom_not_a_crash():
+    """A closed backlog so long that the pace it could keep is below any bracket (fuzzing
+    found the search dividing by a pace of 0)."""
+    trace = trace_from_dicts([
+        {"seq": i, "writes": [f"d.t/PRIMARY={i}"], "exec": 1e300, "timestamp": i * 1e-3}
+        for i in range(1, 4)])
+    assert replayer(1, "serial", trace).headroom() == (pytest.approx(1e-3), True)
+
+
 def test_durations():
     assert parse_duration("90") == 90 and parse_duration("90s") == 90
     assert parse_duration("2h30m") == 9000 and parse_duration("500ms") == 0.5

@@ -117,3 +117,14 @@ def test_score_shares_the_run_and_reports_each_scheduler_as_its_own(name, monkey
     assert shared == each
     assert {r["scheduler"] for r in shared} >= set(names[:2])
     assert alike is name.startswith("recorded/")     # sessions in the generated one
+
+
+def test_an_empty_trace_scores_without_the_core_annotating_it(tmp_path, capsys):
+    """A header and no transaction: the compiled core has no columns to annotate (no first
+    seq), and the comparison falls back to the reference's (fuzzing found a crash there)."""
+    from commitsched.cli import main
+    with open(os.path.join(ROOT, "traces", "examples", "oltp_rw_1client.jsonl")) as f:
+        header = f.readline()
+    path = tmp_path / "empty.jsonl"
+    path.write_text(header)
+    assert main(["score", str(path), "--workers", "2", "--quiet"]) == 0

@@ -312,6 +312,8 @@ def test_manifest_problems_and_select():
     assert [m["name"] for m in manifest.select(models, ["b"], False)] == ["b"]
     with pytest.raises(manifest.ManifestError):
         manifest.select(models, ["nope"], False)
+    models.append({**good, "name": "a_x_bug", "bug": "x"})
+    assert [m["name"] for m in manifest.select(models, None, False, skip_bugs=True)] == ["a", "b"]
 
 
 def test_write_last_runs_keeps_order_and_other_entries(tmp_path):
