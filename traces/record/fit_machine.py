@@ -28,7 +28,8 @@ from record import _import_importers  # noqa: E402
 
 _import_importers()
 from commitsched.profiles import Profile, txn_events, txn_rows  # noqa: E402
-from commitsched.schedulers import run_scheduler  # noqa: E402
+from commitsched import columnar, engine  # noqa: E402
+from commitsched.schedulers import parse_scheduler, run_scheduler  # noqa: E402
 from commitsched.trace import load_trace  # noqa: E402
 
 # The fitted terms, in the order of the parameter vector. Not searched: the redo flush
@@ -66,6 +67,7 @@ class Workload:
         txns = load_trace(path).txns
         self.full_count = len(txns)
         self.txns = txns[:limit] if limit else txns
+        self.columns = columnar.from_txns(self.txns) if engine.available() else None
         serials = serial_s if isinstance(serial_s, dict) else {"durable": serial_s}
         # per transaction, per durability
         self.serial_us_by = {d: s * 1e6 / self.full_count for d, s in serials.items()}
@@ -84,7 +86,15 @@ class Workload:
         return out
 
 
-def makespan(txns, scheduler: str, workers: int, profile: Profile) -> float:
+def makespan(txns, scheduler: str, workers: int, profile: Profile, columns=None) -> float:
+    """The replay's makespan (µs): in the compiled core when `columns` (the transactions'
+    `columnar.Columns`) are given and the core has the run (the same schedule as the reference
+    model, tests/test_engine_*; a fit simulates thousands of replays), else in the reference."""
+    if columns is not None and engine.available() and engine.default() == "compiled":
+        sched = parse_scheduler(scheduler)
+        if engine.unsupported(sched, columns) is None:
+            return float(engine.simulate(sched, columns, workers, profile,
+                                         schedule=True)["commit"].max())
     end = 0.0
 
     def sink(run):
@@ -143,8 +153,9 @@ def flush_cpu(flush_wait: float, workloads: list[Workload]) -> float:
 
 def predict(workload: Workload, profile: Profile, mode: str, workers: int) -> float:
     """The model's speedup of `commit_id+mariadb_<mode>` at W = workers over its serial replay."""
-    serial = makespan(workload.txns, "serial", 1, profile)
-    return serial / makespan(workload.txns, f"commit_id+mariadb_{mode}", workers, profile)
+    serial = makespan(workload.txns, "serial", 1, profile, workload.columns)
+    return serial / makespan(workload.txns, f"commit_id+mariadb_{mode}", workers, profile,
+                             workload.columns)
 
 
 def profile_from(theta, base: Profile, terms=None, handoff_ratio: float | None = None) -> Profile:
