@@ -134,6 +134,36 @@ def test_one_execution_for_both_durabilities_and_the_flushs_cpu(tmp_path):
     assert fm.flush_cpu(40.0, [w.only("durable") for w in wls]) == 0.0
 
 
+def test_the_fit_simulates_in_the_compiled_core_as_in_the_reference(tmp_path):
+    """A fit simulates thousands of replays: `fit_machine.predict` runs them in the compiled core
+    when it is built, with the reference model's schedule (the same speedups, to the bit)."""
+    from commitsched import engine
+    if not engine.available():
+        pytest.skip("the compiled core is not built (make setup)")
+    p = str(tmp_path / "t.jsonl.gz")
+    write_trace(p, [Txn(i, [f"d.t/PRIMARY={i % 7}"], rows=1 + i % 3, events=3 + i % 4,
+                        commit_id=i // 4) for i in range(1, 301)])
+    w = fm.Workload("t", p, {"durable": 0.03, "relaxed": 0.02})
+    prof = Profile("t", 0.0, 55.0, 0.0, 0.0, 0.0, "test", dispatch_event=2.0, commit_cpu=15.0,
+                   commit_grouped=True, shared_disk=True, cores=2, per_core_queues=True,
+                   wakeup=3.0, coordination=5.0, log_replica_updates=False)
+    prof = fm.with_exec(prof, [w])
+    for sched in ("serial", "commit_id+mariadb_conservative", "commit_id+mariadb_optimistic"):
+        assert engine.unsupported(fm.parse_scheduler(sched), w.columns) is None
+    for p_ in (prof, prof.with_durability("relaxed")):
+        for mode in ("conservative", "optimistic"):
+            for n in (2, 4):
+                compiled = fm.predict(w, p_, mode, n)
+                ref = fm.predict(_without_columns(w), p_, mode, n)
+                assert compiled == ref
+
+
+def _without_columns(w):
+    out = object.__new__(type(w))
+    out.__dict__.update(w.__dict__, columns=None)
+    return out
+
+
 def test_the_relaxed_runs_pair_each_run_with_its_rounds_serial(tmp_path):
     """replica16's relaxed timings are a file of their own, read by the same pairing."""
     with open(tmp_path / "timings_relaxed.csv", "w", newline="") as f:
@@ -176,6 +206,11 @@ def test_stored_machine_profiles_name_their_machine_and_fits():
         assert p.durability == "durable"
     relaxed = get_profile("replica16", durability="relaxed")
     assert relaxed.sync == relaxed.commit_default == 0.0 and relaxed.durability == "relaxed"
+    # replica16 was measured at both settings: each has its own band, the relaxed prediction
+    # carries the relaxed one, and a relaxed prediction is not "unmeasured"
+    durable = get_profile("replica16")
+    assert set(durable.bands) == {"durable", "relaxed"}
+    assert relaxed.band == tuple(durable.bands["relaxed"]) and not relaxed.unmeasured()
 
 
 def test_the_replicas_binlog_setting_is_recorded_and_a_run_option():
@@ -207,13 +242,13 @@ def test_score_takes_and_names_log_replica_updates(tmp_path):
 
 
 def test_a_prediction_for_settings_never_measured_says_so(capsys, tmp_path):
-    """replica16 measured a durable replica without its own binlog; a prediction for a relaxed
-    one, or one with log_replica_updates on, is the model's alone: the profile, score's JSON and
-    table, and the report's page say so. The 2-core machine measured both durabilities."""
+    """replica16 measured a replica without its own binlog, durable and relaxed; a prediction for
+    one with log_replica_updates on, or another core count, is the model's alone: the profile,
+    score's JSON and table, and the report's page say so. The 2-core machine measured both
+    durabilities."""
     from commitsched.cli import main
     assert get_profile("replica16").unmeasured() == []
-    assert get_profile("replica16", durability="relaxed").unmeasured() == [
-        "a relaxed replica (measured: durable)"]
+    assert get_profile("replica16", durability="relaxed").unmeasured() == []
     assert get_profile("replica16", log_replica_updates=True).unmeasured() == [
         "log_replica_updates on (measured: off)"]
     assert get_profile("replica16", cores=8).unmeasured() == ["8 cores (measured: 16)"]
@@ -222,22 +257,24 @@ def test_a_prediction_for_settings_never_measured_says_so(capsys, tmp_path):
     trace = "traces/examples/semantics_3_5_commit_id.jsonl"
     argv = ["score", trace, "--profile", "replica16", "--workers", "2", "--scheduler",
             "commit_id+mariadb_conservative", "--quiet"]
-    assert main(argv + ["--durability", "relaxed", "--json"]) == 0
+    binlog = ["--log-replica-updates", "on"]
+    assert main(argv + binlog + ["--json"]) == 0
     import json
     (row,) = json.loads(capsys.readouterr().out)
-    assert row["unmeasured"] == ["a relaxed replica (measured: durable)"]
-    assert main(argv + ["--json"]) == 0
+    assert row["unmeasured"] == ["log_replica_updates on (measured: off)"]
+    assert main(argv + ["--durability", "relaxed", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert "unmeasured" not in row
-    assert main(argv + ["--durability", "relaxed"]) == 0
-    assert ("settings its calibration never ran: a relaxed replica (measured: durable). These "
+    assert main(argv + binlog) == 0
+    assert ("settings its calibration never ran: log_replica_updates on (measured: off). These "
             "predictions are the model's alone") in capsys.readouterr().out
-    assert main(["report", trace, "-o", str(tmp_path), "--profile", "replica16", "--durability",
-                 "relaxed", "--workers", "1,2", "--no-whatif", "--quiet", "--jobs", "1"]) == 0
+    assert main(["report", trace, "-o", str(tmp_path), "--profile", "replica16", *binlog,
+                 "--workers", "1,2", "--no-whatif", "--quiet", "--jobs", "1"]) == 0
     page = (tmp_path / "index.html").read_text()
-    assert "Settings its calibration never ran: a relaxed replica (measured: durable)." in page
+    assert "Settings its calibration never ran: log_replica_updates on (measured: off)." in page
     data = json.loads((tmp_path / "report.json").read_text())
-    assert data["profile"]["unmeasured"] == ["a relaxed replica (measured: durable)"]
+    assert data["profile"]["unmeasured"] == ["log_replica_updates on (measured: off)"]
+
 
 def test_a_fold_takes_only_its_training_workloads_counters(tmp_path):
     """The cross-validation fold fitted on workload `a` must not see `b`'s counters: its redo
@@ -307,3 +344,37 @@ def test_workloads_no_fit_has_seen_pair_each_run_with_its_own_serial():
     assert row["median"] == pytest.approx(by_hand, rel=1e-12)
     constant = fidelity.two_core_constant(fidelity._two_core_measured())["relaxed"]
     assert all(r["constant"] == constant and r["model"] > 0 for r in rows)
+
+
+def _relaxed_rows():
+    import json
+    with open(fidelity.R16_FIT) as f:
+        fit_json = json.load(f)
+    rows = fidelity.replica16_rows(fit_json, ablations=False, progress=lambda s: None,
+                                   durability="relaxed")
+    assert len(rows) == 16 and all(r["durability"] == "relaxed" for r in rows)
+    return rows
+
+
+@pytest.mark.slow
+def test_the_relaxed_held_out_fold_beats_the_durable_only_fit():
+    """replica16 relaxed: each workload predicted by the fold fitted on the other one (the stored
+    fit.json, both settings) misses by less (median |error|) than the profile fitted on the
+    durable runs alone with its flush dropped, the relaxed prediction before the relaxed runs."""
+    rows = _relaxed_rows()
+    assert (fidelity.summary(rows, "cv")["median_abs_error"]
+            < fidelity.summary(rows, "before")["median_abs_error"])
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue 27's bar is not met yet: the held-out relaxed "
+                   "median error (24%) is above the constant guess's (8%; the other "
+                   "workload's constant 17%), docs/calibration.md")
+def test_the_relaxed_held_out_fold_beats_the_constant_guess():
+    """The issue's bar on replica16 relaxed: the held-out fold's median |error| below the
+    constant guess's, both the median of every relaxed configuration and the other workload's
+    (which a user could know)."""
+    rows = _relaxed_rows()
+    cv = fidelity.summary(rows, "cv")["median_abs_error"]
+    assert cv < fidelity.summary(rows, "constant")["median_abs_error"]
+    assert cv < fidelity.summary(rows, "constant_other")["median_abs_error"]
