@@ -115,7 +115,7 @@ fuzz: setup
 test-slow: $(TLC_JAR)
 	$(PY) -m pytest -q -m "slow" tests
 
-# TLC_ARGS: e.g. --skip-bugs (CI: the catalogue's models run once, in `make mutants`)
+# TLC_ARGS: e.g. --skip-bugs (CI: the catalogue's models run once, in `make mutants`), --jobs 2
 TLC_ARGS ?=
 tlc: $(TLC_JAR)
 	$(PY) -m commitsched.checks.tlc --manifest specs/models.json --jar $(TLC_JAR) --out build/tlc $(TLC_ARGS)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -334,7 +335,6 @@ def run(*, only: list[str] | None = None, examples: int | None = None,
         tlc_timeout: float | None = None,
         progress: Callable[[str], None] = lambda msg: None) -> list[Row]:
     from commitsched.bugs import CATALOGUE
-    from commitsched.schedulers import APPLIER_BUGS
     names = list(only or CATALOGUE)
     unknown = [n for n in names if n not in CATALOGUE]
     if unknown:
@@ -346,6 +346,22 @@ def run(*, only: list[str] | None = None, examples: int | None = None,
                            f"(checks/mutants.py SEARCHES)")
     _strategies()
     z3 = z3_hook()
+    # TLC (a JVM per model, one at a time, in the manifest's order) runs beside the Python
+    # columns, which hold the other core: a row's time runs until its last column is done.
+    tlc_runs = ThreadPoolExecutor(max_workers=1)
+    tlc_results = [tlc_runs.submit(tlc_column, name, timeout=tlc_timeout) for name in names]
+    tlc_runs.shutdown(wait=False)
+    try:
+        return _rows(names, tlc_results, examples, z3, progress)
+    finally:
+        for pending in tlc_results:          # an error or ^C: no TLC left to start
+            pending.cancel()
+
+
+def _rows(names, tlc_results, examples, z3, progress) -> list[Row]:
+    """The Python columns of each entry, in order, then its TLC column's result."""
+    from commitsched.bugs import CATALOGUE
+    from commitsched.schedulers import APPLIER_BUGS
     rows = []
     for n, name in enumerate(names, 1):
         where, _, props = CATALOGUE[name]
@@ -353,8 +369,6 @@ def run(*, only: list[str] | None = None, examples: int | None = None,
         started = time.monotonic()
         applies = ["tlc", "properties"] + (["trace_validation"] if name in APPLIER_BUGS else [])
         row = Row(name, where, applies=tuple(applies))
-        progress(f"[{n}/{len(names)}] {name}: TLC")
-        row.tlc, row.tlc_detail = tlc_column(name, timeout=tlc_timeout)
         progress(f"[{n}/{len(names)}] {name}: properties")
         row.properties, row.properties_detail, cex = properties_column(
             name, search, props, examples or DEFAULT_EXAMPLES)
@@ -369,6 +383,8 @@ def run(*, only: list[str] | None = None, examples: int | None = None,
             row.z3, row.z3_detail = z3(name)
             if row.z3 is not None:
                 row.applies += ("z3",)
+        progress(f"[{n}/{len(names)}] {name}: TLC")
+        row.tlc, row.tlc_detail = tlc_results[n - 1].result()
         row.seconds = time.monotonic() - started
         rows.append(row)
     return rows

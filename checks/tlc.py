@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -328,12 +329,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="leave out the bug catalogue's models (those with a \"bug\"): "
                          "`make mutants` runs each of them in its TLC column, so CI runs "
                          "them once")
+    ap.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="run N models at once, each TLC with one worker (default 1; their "
+                         "seconds are then measured side by side: not with --update-manifest)")
     ap.add_argument("--update-manifest", action="store_true", help="write each run's last_run into the manifest")
     ap.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     ap.add_argument("--timeout", type=float, default=None,
                     help=f"cap on each model's time in seconds (default: the entry's \"timeout\", "
                          f"else {DEFAULT_TIMEOUT:g})")
     args = ap.parse_args(argv)
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
+    if args.jobs > 1 and args.update_manifest:
+        ap.error("--update-manifest records each model's seconds: run it with --jobs 1")
 
     try:
         models = manifest.load(args.manifest)
@@ -349,14 +357,13 @@ def main(argv: list[str] | None = None) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     specs_dir = args.manifest.resolve().parent
-    runs: list[ModelRun] = []
-    for i, entry in enumerate(selected, 1):
+
+    def one(i: int, entry: dict[str, Any]) -> ModelRun:
         bad = manifest.problems(entry)
         label = entry.get("name", f"entry #{i}")
         if bad:
             res = TLCResult(outcome="error", error_kind="manifest", message="; ".join(bad))
-            runs.append(ModelRun(entry, res, 0.0, "ERROR", f"manifest error: {res.message}"))
-            continue
+            return ModelRun(entry, res, 0.0, "ERROR", f"manifest error: {res.message}")
         _progress(f"[{i}/{len(selected)}] {label} ...")
         try:
             run = run_model(entry, specs_dir=specs_dir, java=java, jar=jar, out_dir=args.out,
@@ -364,8 +371,13 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as e:  # e.g. java vanished, out folder not writable
             res = TLCResult(outcome="error", error_kind="setup", message=str(e))
             run = ModelRun(entry, res, 0.0, "ERROR", f"setup error: {e}")
-        runs.append(run)
         _progress(f"[{i}/{len(selected)}] {label}: {run.result.got()} in {run.seconds:.1f}s -> {run.verdict}")
+        return run
+
+    # Each TLC is one single-worker JVM (deterministic counts and counterexamples); --jobs runs
+    # several at once, in the manifest's order in the results.
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        runs: list[ModelRun] = list(pool.map(one, range(1, len(selected) + 1), selected))
 
     if args.json:
         print(json.dumps([r.to_json() for r in runs], indent=2, ensure_ascii=False))

@@ -76,6 +76,7 @@ def _window_txns(args, window) -> list:
 
 
 def summary(result, window, profile, path: str) -> str:
+    from .calibrate_replica import shares
     s = window.settings
     lines = [f"calibrated {path} on {window.replica} ({s.get('version')}): "
              f"{s.get('scheduler')} W={s.get('workers')}, {s.get('durability')}, "
@@ -92,10 +93,14 @@ def summary(result, window, profile, path: str) -> str:
                      f"{fitted}")
     if window.workers_after:
         before = window.workers_before or {}
-        counts = {w: c - before.get(w, 0) for w, c in window.workers_after.items()}
-        total = sum(counts.values()) or 1
-        lines.append("  measured share per worker: " + " ".join(
-            f"{w}:{c / total:.0%}" for w, c in sorted(counts.items(), key=lambda x: int(x[0]))))
+        measured = shares({w: c - before.get(w, 0) for w, c in window.workers_after.items()})
+        lines.append("  share of the transactions per worker, largest first: measured "
+                     + " ".join(f"{x:.0%}" for x in measured) + "; replayed "
+                     + " ".join(f"{x:.0%}" for x in result.predicted_share))
+    elif (s.get("workers") or 1) > 1:
+        lines.append("  share of the transactions per worker: not measured (performance_schema "
+                     "is off, or its `transaction` instrument is: "
+                     "performance-schema-instrument='transaction=ON' in the replica's my.cnf)")
     lines += [f"  note: {n}" for n in result.notes]
     lines.append(f"use it: commitsched lag BINLOG --profile {path} (or score, report)")
     return "\n".join(lines) + "\n"

@@ -27,7 +27,7 @@ import math
 import os
 import time
 from bisect import bisect_right
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -341,6 +341,7 @@ class Fit:
     scheduler: str
     workers: int
     notes: list
+    predicted_share: list = field(default_factory=list)   # by worker, largest first
 
 
 @dataclass
@@ -349,6 +350,7 @@ class Replayed:
     probe (s from the restart; None: not within the window)."""
     applied: np.ndarray
     drain: float | None
+    worker_share: list[float] = field(default_factory=list)    # by worker, largest first
 
 
 def simulate_applied(wt: WindowTrace, window: Window, scheduler: str, workers: int,
@@ -368,9 +370,11 @@ def simulate_applied(wt: WindowTrace, window: Window, scheduler: str, workers: i
     arrival = arrive.tolist()
     first = txns[0].seq
     commit = [0.0] * len(txns)
+    per_worker: dict[int, int] = {}
 
     def sink(run) -> None:
         commit[run.seq - first] = run.commit
+        per_worker[run.worker] = per_worker.get(run.worker, 0) + 1
 
     run_scheduler(scheduler, iter(txns), workers, profile, sink,
                   arrival=lambda seq: arrival[seq - first])
@@ -383,7 +387,15 @@ def simulate_applied(wt: WindowTrace, window: Window, scheduler: str, workers: i
         idle = np.flatnonzero(np.arange(held_from + 1, len(done) + 1) >= arrived)
         if idle.size:
             drain = max(0.0, float(done[held_from + idle[0]]) - restart) / PER_SECOND
-    return Replayed(start_index + np.searchsorted(done, at, side="right"), drain)
+    return Replayed(start_index + np.searchsorted(done, at, side="right"), drain,
+                    shares(per_worker))
+
+
+def shares(counts: dict) -> list[float]:
+    """Each worker's share of the transactions, largest first (which thread is which worker
+    differs between the server and the model; the spread is what compares)."""
+    total = sum(counts.values())
+    return sorted((c / total for c in counts.values()), reverse=True) if total else []
 
 
 def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
@@ -450,13 +462,12 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
         res.x, res.fun = grid[best], losses[best]
     cpu_scale = math.exp(res.x)
     profile = profile_for(res.x)
-    measured = fitted = None
+    measured = None
+    replayed = simulate_applied(wt, window, scheduler, workers, as_measured(res.x), start_index)
     if window.probe and window.probe.get("start"):
         measured = _drain(wt.t, wt.applied, wt.received, window.probe["start"])
-        fitted = simulate_applied(wt, window, scheduler, workers, as_measured(res.x),
-                                  start_index).drain
     return Fit(profile, cpu_scale, flush_scale, float(res.fun), int(used.size), measured,
-               fitted, scheduler, workers, notes)
+               replayed.drain, scheduler, workers, notes, replayed.worker_share)
 
 
 def _drain(t: np.ndarray, applied: np.ndarray, received: np.ndarray, start: float

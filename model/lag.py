@@ -153,6 +153,7 @@ def verdict(r: dict) -> str:
     if "error" in r:
         return f"{name}: {r['error']}"
     head = (f"more than {r['headroom']:g}x" if r["headroom_is_bound"] and r["headroom"] > 1
+            else f"less than {r['headroom']:g}x" if r["headroom_is_bound"]
             else f"{r['headroom']:.2f}x")
     if r["keeps_up"]:
         text = f"{name} keeps up, with {head} today's pace"
@@ -186,8 +187,8 @@ def format_table(results: list[dict], *, label: str, times: SourceTimes, profile
         if "error" in r:
             lines.append(f"{name:<40} {r['workers']:>3}  {r['error']}")
             continue
-        head = ("≥" if r["headroom_is_bound"] and r["headroom"] > 1 else "") + \
-            f"{r['headroom']:.2f}"
+        head = (f"<{r['headroom']:g}" if r["headroom_is_bound"] and r["headroom"] < 1
+                else ("≥" if r["headroom_is_bound"] else "") + f"{r['headroom']:.2f}")
         row = (f"{name:<40} {r['workers']:>3} {'yes' if r['keeps_up'] else 'no':>8} {head:>9} "
                f"{r['straight_line_headroom']:>7.2f} {_seconds(r['p50_lag_s']):>9} "
                f"{_seconds(r['p99_lag_s']):>9} {_seconds(r['max_lag_s']):>9}")

@@ -222,11 +222,12 @@ def start_sql_thread(conn, flavor: str) -> None:
 
 
 def worker_counts(conn) -> dict[int, int] | None:
-    """Transactions each applier worker committed, where performance_schema says it
-    (`events_transactions_summary_by_thread_by_event_name` joined to
+    """Transactions each applier worker (by its thread id) committed, where performance_schema
+    says it (`events_transactions_summary_by_thread_by_event_name` joined to
     `replication_applier_status_by_worker`); None where it does not (off, or not exposed)."""
     try:
-        rows = query(conn, "SELECT w.WORKER_ID, t.COUNT_STAR FROM "
+        # keyed by THREAD_ID: MariaDB's table has no WORKER_ID column
+        rows = query(conn, "SELECT w.THREAD_ID, t.COUNT_STAR FROM "
                            "performance_schema.replication_applier_status_by_worker w JOIN "
                            "performance_schema.events_transactions_summary_by_thread_by_event_name"
                            " t ON t.THREAD_ID = w.THREAD_ID")

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
@@ -19,7 +18,6 @@ from commitsched.cli import main
 from commitsched.profiles import get_profile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "traces", "record"))
 
 
 def _missing() -> list[str]:
@@ -39,7 +37,9 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def rig():
     import tempfile
-    from lag_check import Rig
+    from record_scripts import import_record_scripts
+    (lag_check,) = import_record_scripts("lag_check")
+    Rig = lag_check.Rig
     # Not under pytest's tmp_path: its parents are private to root, and the servers run as mysql.
     root = tempfile.mkdtemp(prefix="calibrate-live-")
     os.chmod(root, 0o755)
@@ -88,6 +88,10 @@ def test_calibrate_a_live_replica(rig, tmp_path, capsys):
                  "--quiet"]) == 0
     text = capsys.readouterr().out
     assert "the probe's drain: measured" in text
+    # performance_schema counts each worker's transactions: measured beside replayed, 2 each
+    share = next(line for line in text.splitlines() if "share of the transactions" in line)
+    measured, replayed = share.split(": measured ")[1].split("; replayed ")
+    assert len(measured.split()) == 2 and len(replayed.split()) == 2, share
     mine = get_profile(str(profile))
     assert mine.calibrated["durability"] == ["durable"] and "calibrated" in mine.provenance
     # the same window, its binlog read from the source over the replication protocol

@@ -443,8 +443,12 @@ def test_end_to_end_mismatch_error_and_timeout(tmp_path, capsys):
         {**base, "name": "forever", "spec": "ToyUnbounded.tla", "cfg": "ToyUnbounded.cfg",
          "expect": "pass", "timeout": 4},
     ])
-    code = tlc.main(["--manifest", str(path), "--jar", str(JAR), "--out", str(tmp_path / "b"), "--json"])
-    results = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    # two at a time: the results still in the manifest's order
+    code = tlc.main(["--manifest", str(path), "--jar", str(JAR), "--out", str(tmp_path / "b"), "--json",
+                     "--jobs", "2"])
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in listed] == ["wrong_expect", "semantic", "forever"]
+    results = {r["name"]: r for r in listed}
     assert code == 1
     assert results["wrong_expect"]["verdict"] == "MISMATCH"
     assert "expected pass, got violates Bounded" in results["wrong_expect"]["reason"]
@@ -453,6 +457,12 @@ def test_end_to_end_mismatch_error_and_timeout(tmp_path, capsys):
     assert results["forever"]["verdict"] == "TIMEOUT" and results["forever"]["outcome"] == "timeout"
     assert 3.5 < results["forever"]["seconds"] < 30
     assert not list((tmp_path / "b").glob(".scratch-*"))  # scratch folders are removed
+
+
+def test_jobs_do_not_record_seconds_measured_side_by_side(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        tlc.main(["--manifest", "specs/models.json", "--jobs", "2", "--update-manifest"])
+    assert e.value.code == 2 and "--jobs 1" in capsys.readouterr().err
 
 
 @java

@@ -172,6 +172,8 @@ class Rig:
         r_set = dict(BASE_SETTINGS, server_id="2", log_bin=os.path.join(R.datadir, "binlog"),
                      log_slave_updates="OFF", relay_log=os.path.join(R.datadir, "relay"),
                      skip_slave_start="ON", gtid_strict_mode="ON", performance_schema="ON",
+                     # the workers' transaction counts that calibrate shows
+                     performance_schema_instrument="transaction=ON",
                      slave_parallel_threads="0", **SYNC_SETTINGS["durable"])
         R.start(r_set)
         pin(R.pid, REPLICA_CPU)
