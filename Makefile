@@ -14,12 +14,12 @@ WORKERS ?= 1,2,4,8,16
 PROFILE ?= replica16
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
-.PHONY: setup python-deps rust java tlc-jar graphviz demo demo-score demo-tlc test test-slow tlc \
-        score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
-        help fuzz lag-check lag-check-report
+.PHONY: setup python-deps rust java tlc-jar graphviz mariadb-client demo demo-score demo-tlc test test-slow \
+        tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
+        help fuzz lag-check lag-check-report lag-check-c lag-check-c-report
 
 help:
-	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz); idempotent"
+	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
 	@echo "make demo       setup, then the main job: model-check one small model per spec + one"
 	@echo "                bug config, then score the bundled traces under every scheduler"
 	@echo "make test       setup, then the fast test suite (pytest + hypothesis)"
@@ -39,9 +39,15 @@ help:
 	@echo "make lag-check  the real check of lag and calibrate: a live MariaDB primary and replica,"
 	@echo "                sysbench at fixed rates, lag and drain measured against predicted (~25 min)"
 	@echo "make lag-check-report  refit and redo the lag table from the stored runs"
+	@echo "make lag-check-c  campaign C of the real check: no CPU quota, the replica writing its own"
+	@echo "                binlog, a relaxed primary (~25 min); lag-check-c-report: its table in docs/lag.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
+	@echo "make galera-measure  measure a 3-node Galera cluster's sustained throughput, 12 configurations"
+	@echo "                (~50 min, in 3 pieces, each under /work/bin/measure-style exclusive use)"
+	@echo "make galera-fit      the cluster profile from the measurements, and predicted against"
+	@echo "                measured for every configuration, and its ablation (~5 min)"
 
-setup: python-deps java tlc-jar graphviz
+setup: python-deps java tlc-jar graphviz mariadb-client
 	@echo "setup complete"
 
 $(PY):
@@ -92,6 +98,12 @@ graphviz:
 	@command -v dot >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz; }
 	@dot -V
 
+# the binlog printer (binary and printed binlogs compared: tests/test_binlog_binary.py) and the
+# client `import --schema-from` reads table definitions with (docs/import.md)
+mariadb-client:
+	@command -v mariadb-binlog >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-client; }
+	@mariadb-binlog --version | head -1
+
 demo: setup
 	@$(MAKE) --no-print-directory demo-tlc demo-score
 
@@ -115,7 +127,7 @@ fuzz: setup
 test-slow: $(TLC_JAR)
 	$(PY) -m pytest -q -m "slow" tests
 
-# TLC_ARGS: e.g. --skip-bugs (CI: the catalogue's models run once, in `make mutants`), --jobs 2
+# TLC_ARGS: e.g. --skip-bugs --exhaustive-only --jobs 2 (what CI runs: .ci/run says why)
 TLC_ARGS ?=
 tlc: $(TLC_JAR)
 	$(PY) -m commitsched.checks.tlc --manifest specs/models.json --jar $(TLC_JAR) --out build/tlc $(TLC_ARGS)
@@ -182,13 +194,46 @@ lag-check: python-deps
 	$(MAKE) lag-check-report
 
 lag-check-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK) --doc docs/lag.md
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK)
+
+# Campaign C of the real check (docs/lag.md, the one the doc presents): the replica on CPU 1 with
+# no CPU quota, writing its own binlog (log_slave_updates=ON), the primary relaxed so that it
+# writes faster; stop-and-drain runs at 600/s with a 30 s stop and runs at the source's top
+# speed (~25 min on an idle 2-core host). lag-check-c-report refits and redoes its table (~10 min).
+LAG_CHECK_C = traces/calibration/lag_check_c
+LAG_RUNS_C = $(shell cat traces/record/lag_check_c_runs.txt)
+lag-check-c: python-deps
+	$(PY) traces/record/lag_check.py measure --out $(LAG_CHECK_C) --replica-binlog \
+		--primary-durability relaxed --runs "$(LAG_RUNS_C)"
+	$(MAKE) lag-check-c-report
+
+lag-check-c-report: python-deps
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_C) --doc docs/lag.md
 
 # Re-record bundled traces with a private MariaDB + sysbench (traces/record/README.md):
 # make record WORKLOAD=<name in traces/record/record_all.sh>, or WORKLOAD=all
 WORKLOAD ?= all
 record:
 	ONLY=$(filter-out all,$(WORKLOAD)) PYTHON=$(PY) bash traces/record/record_all.sh
+
+# Certification-based clusters (docs/certification.md): a real 3-node MariaDB Galera cluster on
+# 127.0.0.1 (ports 4400-4439), sysbench driven at rising rates, 12 configurations in 3 pieces of
+# about 17 minutes; then the cluster profile and the fidelity table. MEASURE: a wrapper that
+# gives the measurement the machine alone (this project's VM: /work/bin/measure), if any.
+GALERA_OUT ?= traces/calibration/galera
+MEASURE ?=
+.PHONY: galera-measure galera-fit
+galera-measure: python-deps
+	$(MEASURE) $(PY) traces/record/galera_measure.py fsync --out $(GALERA_OUT)
+	$(MEASURE) $(PY) traces/record/galera_measure.py run --out $(GALERA_OUT) --record-binlog \
+	  --configs t2-fc16-durable,t1-fc16-durable,t4-fc16-durable,t1-fc16-relaxed
+	$(MEASURE) $(PY) traces/record/galera_measure.py run --out $(GALERA_OUT) \
+	  --configs t2-fc16-relaxed,t4-fc16-relaxed,t1-fc10000-durable,t2-fc10000-durable
+	$(MEASURE) $(PY) traces/record/galera_measure.py run --out $(GALERA_OUT) \
+	  --configs t4-fc10000-durable,t1-fc10000-relaxed,t2-fc10000-relaxed,t4-fc10000-relaxed
+
+galera-fit: python-deps
+	$(PY) traces/record/galera_fit.py --dir $(GALERA_OUT)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

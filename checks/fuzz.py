@@ -4,7 +4,8 @@
 
 Every input is a bundled trace or binlog (the corpus: traces/examples, traces/recorded,
 tests/fixtures/binlog) mutated by hypothesis strategies: a field set to a hostile JSON value
-(huge or deep or of the wrong type, a lone surrogate, HTML), lines deleted, duplicated, swapped
+(huge or deep or of the wrong type, a lone surrogate, HTML), a table's keys made unknown as an
+import with no schema leaves them (trace format version 2), lines deleted, duplicated, swapped
 or cut, bytes flipped, gzip streams corrupted, numbers and dates in binlog text replaced,
 CREATE TABLE text cut short, and command lines drawn from the CLI's own options. Each input goes
 through a command in-process (`cli.main`), and the campaign asserts, per run:
@@ -115,7 +116,8 @@ json_value = st.recursive(json_leaf, lambda c: st.one_of(st.lists(c, max_size=3)
                           max_leaves=6)
 TRACE_FIELDS = ["seq", "writes", "before_images", "gtid", "file", "last_committed",
                 "sequence_number", "commit_id", "flags", "session", "db", "ddl", "admin", "no_pk",
-                "fk_parent", "exec", "commit", "timestamp", "format", "version", "source"]
+                "fk_parent", "exec", "commit", "timestamp", "format", "version", "source",
+                "keys_unknown", "keys_partial"]
 
 
 def _dump(obj) -> str:
@@ -192,13 +194,20 @@ PLAUSIBLE = {
                 .map(sorted),
     "ddl": st.booleans(), "admin": st.booleans(), "no_pk": st.booleans(),
     "db": st.lists(st.sampled_from([MARKER, "sbtest", "\ud800"]), max_size=2),
+    "keys_unknown": st.lists(st.sampled_from([f"{MARKER}.t", "d.t", "sbtest.sbtest1",
+                                              "\ud800.x", "a.b.c"]), max_size=3),
+    "keys_partial": st.lists(st.sampled_from([f"d.{MARKER}", "sbtest.sbtest2"]), max_size=2),
 }
 
 
 @st.composite
 def plausible_trace(draw, lines: list[str]) -> list[str]:
     out = [lines[0]]
-    everywhere = draw(st.sampled_from([None, "zero_costs", "drop_commit_id", "drop_clock"]))
+    everywhere = draw(st.sampled_from([None, "zero_costs", "drop_commit_id", "drop_clock",
+                                       "no_keys"]))
+    if everywhere == "no_keys" or draw(st.booleans()):      # version 2 (keys_unknown/partial)
+        out[0] = lines[0].replace('"version":1', '"version":2').replace('"version": 1',
+                                                                        '"version": 2')
     edits = {draw(st.integers(1, max(1, len(lines) - 1))): draw(st.sampled_from(sorted(PLAUSIBLE)))
              for _ in range(draw(st.integers(0, 3)))}
     for i, line in enumerate(lines[1:], 1):
@@ -209,6 +218,12 @@ def plausible_trace(draw, lines: list[str]) -> list[str]:
             obj.pop("commit_id", None)
         elif everywhere == "drop_clock":
             obj.pop("last_committed", None), obj.pop("sequence_number", None)
+        elif everywhere == "no_keys" and obj.get("writes"):
+            # as a binlog imported with no schema has them: a table's rows without keys
+            table = obj["writes"][0].partition("/")[0]
+            obj["writes"] = [k for k in obj["writes"] if not k.startswith(table + "/")]
+            obj.pop("before_images", None), obj.pop("write_set_size", None)
+            obj["keys_unknown"] = [table]
         if i in edits:
             obj[edits[i]] = draw(PLAUSIBLE[edits[i]])
         out.append(_dump(obj) + "\n")

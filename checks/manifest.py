@@ -58,9 +58,10 @@ def expect_text(expect: Any) -> str:
 
 
 def select(models: list[dict[str, Any]], only: list[str] | None, demo: bool,
-           skip_bugs: bool = False) -> list[dict[str, Any]]:
+           skip_bugs: bool = False, exhaustive_only: bool = False) -> list[dict[str, Any]]:
     chosen = [m for m in models if (not demo or m.get("demo") is True)
-              and not (skip_bugs and m.get("bug"))]
+              and not (skip_bugs and m.get("bug"))
+              and not (exhaustive_only and m.get("mode") == "simulate")]
     if only:
         names = {m.get("name") for m in models}
         unknown = [n for n in only if n not in names]

@@ -82,7 +82,15 @@ SEARCHES: dict[str, Search] = {
 # with `find_violation(bug, props)` -> (transactions, property, behaviour) or None.
 EXPLORERS: dict[str, str] = {
     "retry_ignores_prior_error": "commitsched.stop_mariadb",
+    # certification-based clusters (docs/certification.md)
+    "cert_purge_past_safe": "commitsched.steps_certification",
+    "failed_ws_commits_early": "commitsched.steps_certification",
+    "fc_stop_mark_late": "commitsched.flow_control",
 }
+
+# Cluster bugs the cluster simulator takes: their trace-validation column records its runs
+# and checks them against specs/Certification.tla (checks/trace_validation_cert.py).
+CLUSTER_TRACE_VALIDATION = frozenset({"cert_purge_past_safe", "failed_ws_commits_early"})
 
 
 class MutantsError(Exception):
@@ -367,14 +375,23 @@ def _rows(names, tlc_results, examples, z3, progress) -> list[Row]:
         where, _, props = CATALOGUE[name]
         search = SEARCHES.get(name)
         started = time.monotonic()
-        applies = ["tlc", "properties"] + (["trace_validation"] if name in APPLIER_BUGS else [])
+        tv = name in APPLIER_BUGS or name in CLUSTER_TRACE_VALIDATION
+        applies = ["tlc", "properties"] + (["trace_validation"] if tv else [])
         row = Row(name, where, applies=tuple(applies))
         progress(f"[{n}/{len(names)}] {name}: properties")
         row.properties, row.properties_detail, cex = properties_column(
             name, search, props, examples or DEFAULT_EXAMPLES)
         if cex:
             row.counterexample_txns, row.counterexample_workers = len(cex[0]), cex[1]
-        if name in APPLIER_BUGS:
+        if name in CLUSTER_TRACE_VALIDATION:
+            progress(f"[{n}/{len(names)}] {name}: trace validation")
+            from . import trace_validation_cert
+            try:
+                row.trace_validation, row.trace_validation_detail = (
+                    trace_validation_cert.catches(name))
+            except trace_validation_cert.TraceValidationError as e:
+                row.trace_validation, row.trace_validation_detail = False, f"failed: {e}"
+        elif name in APPLIER_BUGS:
             progress(f"[{n}/{len(names)}] {name}: trace validation")
             row.trace_validation, row.trace_validation_detail = trace_validation_column(
                 name, search, cex)

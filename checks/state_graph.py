@@ -203,15 +203,17 @@ class Graph:
     edges: dict[str, set[tuple[tuple, str]]]     # node id -> {((action, args), successor id)}
 
 
-def parse_action_label(label: str) -> tuple[str, tuple[int, ...]]:
-    """`Dispatch_3_2` -> ("Dispatch", (3, 2))."""
+def parse_action_label(label: str, arities: dict | None = None) -> tuple[str, tuple[int, ...]]:
+    """`Dispatch_3_2` -> ("Dispatch", (3, 2)). `arities`: action name -> argument count
+    (default: the applier specs' actions)."""
+    arities = _ACTION_ARGS if arities is None else arities
     name, *args = label.split("_")
-    if name not in _ACTION_ARGS or len(args) != _ACTION_ARGS[name]:
+    if name not in arities or len(args) != arities[name]:
         raise StateGraphError(f"unexpected action label {label!r} in TLC's state graph")
     return name, tuple(int(a) for a in args)
 
 
-def parse_dot(text: str) -> Graph:
+def parse_dot(text: str, arities: dict | None = None) -> Graph:
     """TLC 2.18's `-dump dot,actionlabels` output: one line per node (`id [label="/\\ v = e
     ..."]`, initial states `style = filled`), one per edge (`a -> b [label="Action"]`; an edge
     may be printed twice when two disjuncts of an action give the same successor)."""
@@ -219,7 +221,8 @@ def parse_dot(text: str) -> Graph:
     for line in text.splitlines():
         m = _EDGE.match(line)
         if m:
-            g.edges.setdefault(m.group(1), set()).add((parse_action_label(m.group(3)), m.group(2)))
+            g.edges.setdefault(m.group(1), set()).add(
+                (parse_action_label(m.group(3), arities), m.group(2)))
             continue
         m = _NODE.match(line)
         if m:

@@ -329,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="leave out the bug catalogue's models (those with a \"bug\"): "
                          "`make mutants` runs each of them in its TLC column, so CI runs "
                          "them once")
+    ap.add_argument("--exhaustive-only", action="store_true",
+                    help="leave out the random walks (mode \"simulate\"), which go deeper than "
+                         "the exhaustive models' bounds on the same specs")
     ap.add_argument("--jobs", type=int, default=1, metavar="N",
                     help="run N models at once, each TLC with one worker (default 1; their "
                          "seconds are then measured side by side: not with --update-manifest)")
@@ -345,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         models = manifest.load(args.manifest)
-        selected = manifest.select(models, args.only, args.demo, args.skip_bugs)
+        selected = manifest.select(models, args.only, args.demo, args.skip_bugs,
+                                   args.exhaustive_only)
         java = find_java()
         jar = find_jar(args.jar, args.manifest)
     except (manifest.ManifestError, SetupError) as e:

@@ -41,6 +41,8 @@ SPEC_BUG_FLAGS = {
     "MySQLApplier": ("lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
                      "commit_order_unenforced", "victim_wakeup_lost", "ticket_overflow"),
     "MariaDBApplier": ("gco_start_on_exec", "optimistic_no_kill"),
+    # certification-based clusters: runs recorded by checks/trace_validation_cert.py
+    "Certification": ("cert_purge_past_safe", "failed_ws_commits_early"),
 }
 DEFAULT_TIMEOUT = 170.0
 
@@ -274,8 +276,9 @@ def _run_tlc(folder: Path, name: str, *, deadlock: bool, timeout: float,
 
 
 def _state_vars(state: dict, spec: str) -> dict:
-    names = (("tstate", "worker", "db") if spec == "MySQLApplier"
-             else ("tstate", "gco", "marked", "retry", "lk"))
+    names = {"MySQLApplier": ("tstate", "worker", "db"),
+             "Certification": ("cert", "dec", "dep", "st", "pb")}.get(
+                 spec, ("tstate", "gco", "marked", "retry", "lk"))
     return {n: state[n] for n in names if n in state}
 
 

@@ -438,8 +438,13 @@ def blame_trace(txns, scheduler: str, workers: int, profile, *, bugs=frozenset()
                 tracker_options: dict | None = None,
                 applier_options: dict | None = None) -> BlameResult:
     """Simulate `scheduler` with `workers` on `txns` and blame its waits."""
-    from .schedulers import collect, parse_scheduler
+    from .keys import scan, unknown_message
+    from .schedulers import SchedulerError, collect, parse_scheduler
     sched = parse_scheduler(scheduler)
+    txns = txns if isinstance(txns, list) else list(txns)
+    unknown = scan(txns).unknown
+    if unknown:     # a wait's culprit is found through the keys both transactions write
+        raise SchedulerError(unknown_message(unknown, "blame"))
     if sched.is_serial:
         workers = 1                          # the serial replay has one thread
     runs, _ = collect(sched, txns, workers, profile, bugs=bugs,

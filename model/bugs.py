@@ -47,6 +47,25 @@ CATALOGUE: dict[str, tuple[str, str, tuple[str, ...]]] = {
                                   "that an earlier one already failed, and commits although "
                                   "the replica must stop (MDEV-12746)",
                                   ("NoCommitAfterFailure",)),
+    # certification-based clusters (docs/certification.md)
+    "cert_purge_past_safe": ("galera certifier (cluster)",
+                             "the certification index is purged up to the member's own "
+                             "committed prefix (apply_monitor_.last_left()) instead of the "
+                             "safe-to-discard seqno: a write-set that saw less is certified "
+                             "against an index that lost its conflict (Galera #733, "
+                             "codership/galera commit 85a48720)",
+                             ("NoLostUpdate",)),
+    "failed_ws_commits_early": ("galera applier (cluster)",
+                                "a write-set that failed certification finishes (checkpoints "
+                                "its XID) before the write-sets ahead of it committed "
+                                "(MDEV-24327)",
+                                ("CommitOrderPreserved",)),
+    "fc_stop_mark_late": ("galera flow control (cluster)",
+                          "the FC_STOP decision is taken under the receive queue's lock but "
+                          "stop_sent is marked only when the STOP is sent: an applier that "
+                          "drains the queue in between sends no CONT, and the stopped group "
+                          "never goes on (PXC-4453, percona/galera pull request 283)",
+                          ("NoDeadlock",)),
 }
 
 # Entries the scheduler simulator cannot inject (it has no error path: every transaction it
@@ -56,6 +75,11 @@ NOT_IN_SIMULATOR: dict[str, str] = {
         "it needs a transaction that fails with an error, which the scheduler simulator does "
         "not model; its models are specs/MCMariaDBStop.tla and model/stop_mariadb.py "
         "(python -m commitsched.stop_mariadb --inject-bug retry_ignores_prior_error)",
+    **{bug: "it is a bug of a certification-based cluster, which the replica simulator does "
+            "not model; its models are specs/Certification.tla or specs/FlowControl.tla and "
+            "model/steps_certification.py or model/flow_control.py; the cluster simulator takes "
+            f"it: commitsched cluster TRACE --inject-bug {bug}"
+       for bug in ("cert_purge_past_safe", "failed_ws_commits_early", "fc_stop_mark_late")},
 }
 
 

@@ -461,6 +461,14 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
     if res.fun > losses[best]:
         res.x, res.fun = grid[best], losses[best]
     cpu_scale = math.exp(res.x)
+    if res.x <= grid[0] + 1e-9 or res.x >= grid[-1] - 1e-9:
+        # no scale within the search fits: at the lower limit the flush latencies alone (the
+        # fsync probe's) are already slower than the measured pace
+        notes.append(f"the CPU scale ended at the search's limit ({cpu_scale:.3g}): no machine "
+                     f"speed reproduces the measured pace"
+                     + (f" with flush latencies {flush_scale:.2f}x the base's (the fsync probe; "
+                        f"a probe taken while the disk was busy reads slow)"
+                        if res.x <= grid[0] + 1e-9 else ""))
     profile = profile_for(res.x)
     measured = None
     replayed = simulate_applied(wt, window, scheduler, workers, as_measured(res.x), start_index)

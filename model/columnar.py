@@ -30,7 +30,8 @@ INT_COLUMNS = ("last_committed", "sequence_number", "commit_id", "events", "byte
 FLOAT_COLUMNS = ("exec", "commit")
 CHUNK = 1 << 16
 _FIELDS = ("seq", "file") + INT_COLUMNS + FLOAT_COLUMNS + (
-    "flags", "ddl", "admin", "no_pk", "fk_parent", "session", "writes", "replica_locks", "db")
+    "flags", "ddl", "admin", "no_pk", "fk_parent", "session", "writes", "replica_locks", "db",
+    "keys_unknown")
 _GET = operator.attrgetter(*_FIELDS)
 
 
@@ -38,15 +39,19 @@ class Columns:
     """A trace's columns. `n` transactions, seqs `seq0 .. seq0 + n - 1` (None when the seqs are
     not consecutive: no core run then); `arrays` by the core's column names; `keys`: the row
     keys by id; `replica_locks`: whether any transaction has some (the compiled MySQL applier
-    does not model them)."""
+    does not model them); `keys_unknown`: whether any transaction names tables whose keys are
+    unknown (trace format version 2, model/keys.py: a run that needs keys then goes to the
+    reference, whose guard names the tables; a slice keeps its whole trace's answer)."""
 
-    __slots__ = ("n", "seq0", "arrays", "keys", "replica_locks", "schemas")
+    __slots__ = ("n", "seq0", "arrays", "keys", "replica_locks", "schemas", "keys_unknown")
 
     def __init__(self, n: int, seq0: int | None, arrays: dict, keys: list[str],
-                 replica_locks: bool, schemas: list[str] | None = None):
+                 replica_locks: bool, schemas: list[str] | None = None,
+                 keys_unknown: bool = False):
         self.n, self.seq0, self.arrays, self.keys = n, seq0, arrays, keys
         self.replica_locks = replica_locks
         self.schemas = schemas or []          # schema names by id (s_ids)
+        self.keys_unknown = keys_unknown
 
     def __len__(self) -> int:
         return self.n
@@ -66,7 +71,7 @@ class Columns:
             else:
                 arrays[name] = a[start:end]
         return Columns(end - start, None if self.seq0 is None else self.seq0 + start, arrays,
-                       self.keys, self.replica_locks, self.schemas)
+                       self.keys, self.replica_locks, self.schemas, self.keys_unknown)
 
     def lapped(self, laps: int) -> "Columns":
         """The trace replayed `laps` times one after the other, as replay.lapped makes it: lap k
@@ -100,7 +105,7 @@ class Columns:
             out[off] = np.concatenate([rel[:-1] + k * len(used) for k in range(laps)]
                                       + [np.array([laps * len(used)], np.int64)])
         return Columns(self.n * laps, self.seq0, out, self.keys, self.replica_locks,
-                       self.schemas)
+                       self.schemas, self.keys_unknown)
 
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays.values() if a is not None)
@@ -124,6 +129,7 @@ class _Builder:
         self.seq0: int | None = None
         self.consecutive = True
         self.replica_locks = False
+        self.keys_unknown = False
 
     def add(self, batch: list) -> None:
         """One chunk: its fields read in one C-level pass (`attrgetter`, transposed), each
@@ -209,7 +215,7 @@ class _Builder:
                         schemas.append(self._schema_id(k.partition(".")[0]))
         w_keys = np.array(found, np.uint32)
         parts["w_keys"].append(w_keys)
-        self._schemas(cols["db"], w_len, w_keys)
+        self._schemas(cols["db"], w_len, w_keys, cols["keys_unknown"])
         if not self.replica_locks and any(cols["replica_locks"]):
             self.replica_locks = True
         self.n += m
@@ -217,10 +223,12 @@ class _Builder:
     def _schema_id(self, name: str) -> int:
         return self.schema_ids.setdefault(name, len(self.schema_ids))
 
-    def _schemas(self, dbs: tuple, w_len: np.ndarray, w_keys: np.ndarray) -> None:
+    def _schemas(self, dbs: tuple, w_len: np.ndarray, w_keys: np.ndarray,
+                 unknown: tuple) -> None:
         """`Txn.schemas` of a chunk, as ids: the `db` field when given (as it is), else the
-        distinct schemas of the write keys (their order does not matter to the database
-        applier: it only asks which workers hold them)."""
+        distinct schemas of the write keys and of the tables whose keys are unknown (their
+        order does not matter to the database applier: it only asks which workers hold
+        them)."""
         m = len(w_len)
         txn_of = np.repeat(np.arange(m, dtype=np.int64), w_len)
         sid = np.asarray(self.key_schema, np.int64)[w_keys] if len(w_keys) else \
@@ -228,6 +236,12 @@ class _Builder:
         pair = np.unique(txn_of * (1 << 32) + sid)
         per = [list(x) for x in np.split(pair & 0xFFFFFFFF, np.searchsorted(pair >> 32,
                                                                             np.arange(1, m)))]
+        if any(unknown):
+            self.keys_unknown = True
+            for j, tables in enumerate(unknown):
+                if tables:
+                    per[j] = list(dict.fromkeys(per[j] + [self._schema_id(t.partition(".")[0])
+                                                          for t in tables]))
         if any(d is not None for d in dbs):
             for j, d in enumerate(dbs):
                 if d is not None:
@@ -272,7 +286,7 @@ class _Builder:
         if len(keys) >= 1 << 32:
             self.consecutive = False            # more keys than the ids hold: no core run
         return Columns(n, self.seq0 if self.consecutive else None, arrays, keys,
-                       self.replica_locks, list(self.schema_ids))
+                       self.replica_locks, list(self.schema_ids), self.keys_unknown)
 
 
 _FLAG_MASKS: dict = {}
@@ -314,13 +328,19 @@ def load_columns(path: str) -> tuple[dict, Columns]:
     columns. The compiled core's loader reads the lines into the arrays with no Python object
     per transaction (`_load_compiled`); a file it refuses (any problem, or anything it is unsure
     of) is read by the Python loader, one decoded chunk of Txn objects at a time, which
-    accepts the same files with the same values and names the problem exactly."""
-    fast = _load_compiled(path)
-    if fast is not None:
-        return fast
-    from .trace import _open_batches
-    source, batches = _open_batches(path)
-    return source, from_batches(batches)
+    accepts the same files with the same values and names the problem exactly. A file loaded
+    before, unchanged since, is read back from the column cache (model/column_cache.py)."""
+    from . import column_cache
+    cached, ident = column_cache.load(path)
+    if cached is not None:
+        return cached
+    loaded = _load_compiled(path)
+    if loaded is None:
+        from .trace import _open_batches
+        source, _, batches = _open_batches(path)
+        loaded = source, from_batches(batches)
+    column_cache.store(path, loaded[0], loaded[1], ident)
+    return loaded
 
 
 _DTYPES = {"file": np.int64, "exec": np.float64, "commit": np.float64, "flags": np.uint8,
@@ -342,7 +362,7 @@ def _load_compiled(path: str) -> tuple[dict, Columns] | None:
             first = fh.readline(MAX_LINE_BYTES + 1)
             if not first.strip() or not first.endswith(b"\n"):
                 return None
-            source = _check_header(_decode_json(first[:-1], path, 1), path)
+            source, version = _check_header(_decode_json(first[:-1], path, 1), path)
             rest = b""
             while True:
                 block = fh.read(_BLOCK)
@@ -369,9 +389,12 @@ def _load_compiled(path: str) -> tuple[dict, Columns] | None:
     keys = out.pop("keys")
     schemas = out.pop("schemas")
     replica_locks = out.pop("replica_locks")
+    keys_unknown = out.pop("keys_unknown")
+    if out.pop("marked") and version < 2:
+        return None          # version 2's fields under a version 1 header: the Python loader says so
     arrays = {name: None if b is None else np.frombuffer(b, _DTYPES[name])
               for name, b in out.items()}
-    return source, Columns(n, 1, arrays, keys, replica_locks, schemas)
+    return source, Columns(n, 1, arrays, keys, replica_locks, schemas, keys_unknown)
 
 
 class ColumnarTxns:

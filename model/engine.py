@@ -12,8 +12,10 @@ and the same metrics.
 the transactions come with their columns (`columnar.ColumnarTxns`), the sink is a plain
 `RunMetrics`, and the run is one the core has (`unsupported` says why not otherwise). Runs the
 core does not have go to the reference, whatever the engine: the tracker bugs, `victim_wakeup_lost` and `ticket_overflow`, a MySQL trace with
-`replica_locks`, a schedule observer (`log=`), and any scheduler the core does not know (the
-certification-based schedulers, reference-only).
+`replica_locks`, a schedule observer (`log=`), a run that needs row keys on a trace that names
+tables whose keys are unknown (the reference's guard stops it with the tables' names,
+model/keys.py), and any scheduler the core does not know (the certification-based schedulers,
+reference-only).
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ import dataclasses
 import os
 
 import numpy as np
+
+from .keys import KEY_APPLIERS, KEY_TRACKERS
 
 ENGINES = ("compiled", "reference")
 # What a run uses when nobody says: the compiled core where it exists. COMMITSCHED_ENGINE
@@ -31,6 +35,9 @@ COMPILED_TRACKERS = frozenset({"serial", "commit_order", "commit_id", "writeset"
                                "writeset_session", "slave_group_commit", "database"})
 COMPILED_APPLIERS = frozenset({"mysql", "mariadb_conservative", "mariadb_optimistic",
                                "mariadb_aggressive"})
+# A member of a certification-based cluster: the reference model only (model/applier_galera.py,
+# applier_gr.py, the `certification` tracker); the core has none of them.
+CERTIFICATION_APPLIERS = frozenset({"galera", "group_replication"})
 COMPILED_BUGS = frozenset({"lwm_off_by_one", "lwm_not_prefix", "rotation_ignored",
                            "commit_order_unenforced", "gco_start_on_exec", "optimistic_no_kill"})
 # The applier options each applier takes (the others the reference refuses, so the core leaves
@@ -84,12 +91,18 @@ def unsupported(sched, columns, bugs=frozenset(), tracker_options=None,
     if columns is None or columns.seq0 is None:
         return "the trace's seqs are not consecutive"
     if not sched.is_serial:
+        if sched.tracker == "certification" or sched.applier in CERTIFICATION_APPLIERS:
+            return ("the certification-based schedulers (Galera, Group Replication: "
+                    "docs/certification.md) are reference-only")
         if sched.tracker not in COMPILED_TRACKERS:
             return f"tracker {sched.tracker} is reference-only"
         if sched.applier not in COMPILED_APPLIERS:
             return f"applier {sched.applier} is reference-only"
         if sched.applier == "mysql" and columns.replica_locks:
             return "replica_locks (commit-order deadlocks) are reference-only"
+        if columns.keys_unknown and (sched.tracker in KEY_TRACKERS
+                                     or sched.applier in KEY_APPLIERS):
+            return "keys unknown: the reference's guard names the tables (model/keys.py)"
     extra = frozenset(bugs) - COMPILED_BUGS
     if extra:
         return f"bug(s) {', '.join(sorted(extra))} are reference-only"
@@ -114,9 +127,10 @@ def arrival_array(columns, arrival) -> np.ndarray | None:
 
 
 def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker_options=None,
-             applier_options=None, arrival=None, schedule: bool = False) -> dict:
+             applier_options=None, arrival=None, schedule: bool = False, watch=()) -> dict:
     """One run in the core: a dict of RunMetrics' sums (count, busy, held, transactions,
-    makespan, retries, wasted), `blocked` by cause and, with `schedule`, the per-transaction
+    makespan, retries, wasted), `blocked` by cause, `watched`: the commit times of the
+    positions in `watch` (NaN: never committed) and, with `schedule`, the per-transaction
     arrays (dispatch, start, exec_end, commit: float64; worker: int32 from 1; retries_each).
     Raises SchedulerError (a tracker that cannot feed the trace) or simcore.Deadlock."""
     from .schedulers import SchedulerError
@@ -130,7 +144,7 @@ def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker
                              dict(tracker_options or {}), sched.applier or "serial", workers,
                              profile_terms(profile), opts,
                              sorted(frozenset(bugs) - TRACKER_BUGS),
-                             arrival_array(columns, arrival), schedule)
+                             arrival_array(columns, arrival), schedule, list(watch))
     except _core.TrackerUnfit as e:
         raise SchedulerError(str(e)) from None
     except _core.Deadlock as e:
@@ -171,17 +185,25 @@ def _dep_of(sched, out: dict, columns):
 def feed(sched, out: dict, txns, columns, profile, sink, arrival=None) -> None:
     """Hand a sink that takes its runs in seq order (`seq_order = True`: the report's window
     sinks, `collect`) the run records of a core run made with `schedule`, rebuilt from its
-    arrays (one at a time: the transactions are read as they are handed over)."""
+    arrays (one at a time: the transactions are read as they are handed over). A sink that
+    keeps only seqs lo..hi (`seq_range = (lo, hi)`) is handed only those."""
+    import itertools
+
     from .simcore import TxnRun
     dep_of = _dep_of(sched, out, columns)
+    start = 0
+    span = getattr(sink, "seq_range", None)
+    if span is not None:
+        start = max(0, span[0] - columns.seq0)
+        txns = itertools.islice(txns, start, max(start, span[1] - columns.seq0 + 1))
     names = ("dispatch", "start", "exec_end", "ready", "commit", "exec", "wasted_each", "worker",
              "retries_each", "spec_wait")
     arrivals = None if arrival is None else arrival_array(columns, arrival)
     commit_cost = profile.commit_cost
     block = 1 << 16            # floats made a block at a time, not all at once
     cols: dict = {}
-    for i, txn in enumerate(txns):
-        j = i % block
+    for k, txn in enumerate(txns):
+        i, j = start + k, k % block
         if j == 0:
             cols = {k: out[k][i:i + block].tolist() for k in names}
             cols["arrival"] = (None if arrivals is None else arrivals[i:i + block].tolist())

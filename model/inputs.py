@@ -24,6 +24,9 @@ from typing import Iterator, Sequence
 # Names that say "trace": an empty or unreadable file so named is left to the trace loader,
 # whose errors say what a trace should be.
 TRACE_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
+# The temporary directory of a trace imported on the fly (removed at the end: never cached,
+# model/column_cache.py).
+IMPORT_DIR_PREFIX = "commitsched-"
 SNIFF_BYTES = 4096
 
 
@@ -67,7 +70,8 @@ def label_of(paths: Sequence[str]) -> str:
     return f"{paths[0]} .. {paths[-1]} ({len(paths)} binlog files)"
 
 
-def check(command: str, paths: Sequence[str], schema, skip_bad: bool) -> str:
+def check(command: str, paths: Sequence[str], schema, skip_bad: bool,
+          schema_from: str | None = None) -> str:
     """The kind of the inputs ('trace' or 'binlog'), or a `UsageError` for a mix, two traces,
     or import options given with a trace."""
     from .cli import UsageError
@@ -84,8 +88,8 @@ def check(command: str, paths: Sequence[str], schema, skip_bad: bool) -> str:
     if traces and len(paths) > 1:
         raise UsageError(f"{command}: {traces[0]} is a trace: give one trace file, or binlog "
                          f"files (in order), not both or several traces")
-    if traces and (schema or skip_bad):
-        option = "--schema" if schema else "--skip-bad"
+    if traces and (schema or skip_bad or schema_from):
+        option = "--schema" if schema else "--schema-from" if schema_from else "--skip-bad"
         raise UsageError(f"{command}: {option} is for binlog inputs, and {traces[0]} is a "
                          f"trace (its keys were resolved when it was imported)")
     return "trace" if traces else "binlog"
@@ -93,22 +97,22 @@ def check(command: str, paths: Sequence[str], schema, skip_bad: bool) -> str:
 
 @contextlib.contextmanager
 def opened(command: str, paths: Sequence[str], *, schema=None, skip_bad: bool = False,
-           quiet: bool = False) -> Iterator[Input]:
+           quiet: bool = False, schema_from: str | None = None) -> Iterator[Input]:
     """The trace to read for `paths`; for binlogs, imported into a temporary directory that
     is removed when the `with` block is left."""
     paths = list(paths)
-    if check(command, paths, schema, skip_bad) == "trace":
+    if check(command, paths, schema, skip_bad, schema_from) == "trace":
         yield Input(paths[0], paths[0])
         return
     from .importers import import_binlog, print_notes
-    tmp = tempfile.mkdtemp(prefix="commitsched-")
+    tmp = tempfile.mkdtemp(prefix=IMPORT_DIR_PREFIX)
     try:
         # gzip, as the documented `import -o X.jsonl.gz`: the same file, so `TraceSource`
         # makes the same hold-or-stream choice on it, and a tmpfs /tmp holds a tenth as much
         name = os.path.basename(paths[0]) + ".jsonl.gz"
         trace = os.path.join(tmp, name)
         stats = import_binlog(paths, trace, schema=schema, skip_bad=skip_bad,
-                              progress=False if quiet else None)
+                              progress=False if quiet else None, schema_from=schema_from)
         if not quiet:
             print_notes(stats, sys.stderr)
         yield Input(trace, label_of(paths), stats)

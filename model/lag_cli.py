@@ -16,6 +16,9 @@ def _duration(text: str) -> float:
 
 
 def cmd_lag(args) -> int:
+    if args.system != "async":
+        from .cluster_cli import cmd_cluster_lag
+        return cmd_cluster_lag(args)
     from .inputs import opened
     from .scoring import default_jobs
     from .cli import _bugs, _profile
@@ -24,7 +27,7 @@ def cmd_lag(args) -> int:
     bugs = _bugs(args)
     started = time.monotonic()
     with opened("lag", args.trace, schema=args.schema, skip_bad=args.skip_bad,
-                quiet=args.quiet) as inp:
+                quiet=args.quiet, schema_from=args.schema_from) as inp:
         return _lag(args, inp, profile, bugs, started)
 
 
@@ -104,6 +107,17 @@ def add_subcommands(sub, add_model_options) -> None:
     p.add_argument("--delay", type=_duration, default=0.0, metavar="DURATION",
                    help="delivery delay: each transaction reaches the relay log this long after "
                         "its source commit (default 0); lags include it")
+    p.add_argument("--system", choices=("async", "galera", "group_replication"),
+                   default="async",
+                   help="async (default): a replica of the source; galera / group_replication: "
+                        "a certification-based cluster of --members members, the source's "
+                        "transactions written on one member: does every member keep up, with "
+                        "flow control (the cluster simulator, docs/certification.md)")
+    p.add_argument("--members", type=_positive_int, default=3, metavar="N",
+                   help="with --system galera|group_replication: the cluster's size (default 3)")
+    p.add_argument("--cluster-profile", default="galera-2core", metavar="NAME",
+                   help="with --system galera|group_replication: the cluster profile (default "
+                        "galera-2core, measured on this project's 2-core VM)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per (scheduler, workers): scheduler, workers, "
                         "keeps_up, headroom, max_lag_s, p99_lag_s, drain_s (with --backlog; "

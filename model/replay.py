@@ -196,6 +196,15 @@ class Replayer:
     applier_options: dict = field(default_factory=dict)
     runs: int = 0                    # simulations made (for progress and tests)
     _closed: float | None = None
+    _times: np.ndarray | None = None     # times.times as an array, made once
+    _lapped: tuple | None = None         # (laps, columns) of the last lapped trace the core ran
+
+    def _source(self, pace: float, laps: int) -> np.ndarray:
+        """Each position's source commit time over `laps` laps at `pace` (µs)."""
+        if self._times is None:
+            self._times = np.asarray(self.times.times)
+        return (np.tile(self._times, laps)
+                + np.repeat(np.arange(laps) * self.times.period, self.times.count)) / pace
 
     def replay(self, pace: float = 1.0, laps: int = 1,
                hold: tuple[int, float] | None = None) -> Lap:
@@ -204,8 +213,7 @@ class Replayer:
         that time (a stopped SQL thread restarted then)."""
         n, first = self.times.count, self.times.first_seq
         total = n * laps
-        source = (np.tile(np.asarray(self.times.times), laps)
-                  + np.repeat(np.arange(laps) * self.times.period, n)) / pace
+        source = self._source(pace, laps)
         arrive = source + self.delay
         if hold is not None:
             at, restart = hold
@@ -230,10 +238,12 @@ class Replayer:
         self.runs += 1
         return Lap(source, np.asarray(dispatch), np.asarray(commit))
 
-    def _compiled(self, laps: int, arrive: np.ndarray | None) -> dict | None:
+    def _compiled(self, laps: int, arrive: np.ndarray | None, watch=None) -> dict | None:
         """The replay in the compiled core (model/engine.py) when the engine is "compiled", the
         transactions carry their columns and the core has this run; else None (the
-        reference's)."""
+        reference's). With arrivals, the whole schedule comes back, or with `watch` only the
+        commit times of those positions (`watched`). The lapped trace is made once for a run
+        of laps after another of as many (a headroom search makes a dozen of two)."""
         from . import engine
         from .schedulers import parse_scheduler
         if engine.default() != "compiled":
@@ -244,10 +254,14 @@ class Replayer:
         if engine.unsupported(sched, columns, self.bugs, self.tracker_options,
                               self.applier_options) is not None:
             return None
-        return engine.simulate(sched, columns.lapped(laps), self.workers, self.profile,
+        if self._lapped is None or self._lapped[0] != laps:
+            self._lapped = None              # the last one goes before the next is made
+            self._lapped = (laps, columns.lapped(laps))
+        return engine.simulate(sched, self._lapped[1], self.workers, self.profile,
                                bugs=self.bugs, tracker_options=self.tracker_options,
                                applier_options=self.applier_options, arrival=arrive,
-                               schedule=arrive is not None)
+                               schedule=arrive is not None and watch is None,
+                               watch=watch or ())
 
     def closed_makespan(self) -> float:
         """The time to apply the whole trace when it is all there at once (score's makespan);
@@ -281,9 +295,23 @@ class Replayer:
         """Two laps at `pace` (or `lap`, their replay): the second ends no more behind than
         the first, within a thousandth of a lap or the appliers' jitter (module doc)."""
         n = self.times.count
-        lag = (lap if lap is not None else self.replay(pace, laps=2)).lag
-        return bool(lag[2 * n - 1] - lag[n - 1] <= max(1e-3 * self.times.period / pace,
-                                                       self.jitter()))
+        first, second = self._lap_end_lags(pace) if lap is None else (lap.lag[n - 1],
+                                                                        lap.lag[2 * n - 1])
+        return bool(second - first <= max(1e-3 * self.times.period / pace, self.jitter()))
+
+    def _lap_end_lags(self, pace: float) -> tuple[float, float]:
+        """The lags of each lap's last transaction in two laps at `pace`: what `keeps_up`
+        reads of the replay, the same numbers as the whole replay's (`Lap.lag`), without the
+        whole schedule when the compiled core runs it."""
+        n = self.times.count
+        source = self._source(pace, 2)
+        out = self._compiled(2, source + self.delay, watch=[n - 1, 2 * n - 1])
+        if out is None:
+            lag = self.replay(pace, laps=2).lag
+            return lag[n - 1], lag[2 * n - 1]
+        self.runs += 1
+        first, second = out["watched"]
+        return first - source[n - 1], second - source[2 * n - 1]
 
     def headroom(self, at_one: bool | None = None) -> tuple[float, bool]:
         """(the largest pace factor that keeps up, to HEADROOM_PRECISION; whether the search

@@ -11,16 +11,22 @@ from typing import Callable, Iterable
 
 from . import engine as engine_mod
 from . import trackers as trackers_mod
+from .keys import guard as keys_guard, needs_keys
 from .applier_mariadb import MARIADB_BUGS, MODES, simulate_mariadb
+from .applier_galera import GALERA_BUGS, simulate_galera
+from .applier_gr import GR_BUGS, simulate_group_replication
 from .applier_mysql import MYSQL_BUGS, simulate_database, simulate_logical_clock
 from .profiles import Profile
 from .metrics import RunMetrics
 from .simcore import CAUSES, Arrival, SimulationError, TxnRun
 
-APPLIERS = ("mysql",) + tuple(f"mariadb_{m}" for m in MODES)
+# Certification-based clusters (docs/certification.md): a member applying the others' write-sets.
+CLUSTER_APPLIERS = ("galera", "group_replication")
+APPLIERS = ("mysql",) + tuple(f"mariadb_{m}" for m in MODES) + CLUSTER_APPLIERS
 # Which tracker output each applier reads.
-APPLIER_KINDS = {"mysql": ("clock", "database"), **{f"mariadb_{m}": ("groups",) for m in MODES}}
-APPLIER_BUGS = MYSQL_BUGS | MARIADB_BUGS
+APPLIER_KINDS = {"mysql": ("clock", "database"), **{f"mariadb_{m}": ("groups",) for m in MODES},
+                 **{a: ("certification",) for a in CLUSTER_APPLIERS}}
+APPLIER_BUGS = MYSQL_BUGS | MARIADB_BUGS | GALERA_BUGS | GR_BUGS
 
 # The schedulers `score` runs when none is named: every meaningful pairing.
 DEFAULT_SCHEDULERS = (
@@ -29,6 +35,10 @@ DEFAULT_SCHEDULERS = (
     "commit_id+mariadb_conservative", "commit_id+mariadb_optimistic",
     "commit_id+mariadb_aggressive", "slave_group_commit+mariadb_conservative",
 )
+# A member of a certification-based cluster applying the others' write-sets (docs/
+# certification.md): not a way to run a replica, so not among the replica's choices above
+# (a report's recommendation); `score --scheduler` and the report's cluster section run them.
+CLUSTER_SCHEDULERS = ("certification+galera", "certification+group_replication")
 
 
 class SchedulerError(ValueError):
@@ -137,6 +147,8 @@ def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, prof
             return out["blocked"]
     if scheduler.is_serial:
         return simulate_serial(txns, profile, sink, arrival)
+    if needs_keys(scheduler):             # a trace imported without keys cannot feed it
+        txns = keys_guard(txns, scheduler.name)
     applier_bugs = frozenset(bugs) & APPLIER_BUGS
     tracker_bugs = frozenset(bugs) - APPLIER_BUGS
     try:
@@ -149,6 +161,14 @@ def run_scheduler(scheduler: Scheduler | str, txns: Iterable, workers: int, prof
     if arrival is not None:
         opts["arrival"] = arrival
     try:
+        if scheduler.applier in CLUSTER_APPLIERS:
+            for opt in ("preserve_commit_order", "ticket_wrap", "max_queued"):
+                opts.pop(opt, None)     # GR always preserves commit order; Galera has neither
+            if scheduler.applier == "galera":
+                opts.pop("checkpoint_group", None)
+                return simulate_galera(stream, workers, profile, sink, bugs=applier_bugs, **opts)
+            return simulate_group_replication(stream, workers, profile, sink, bugs=applier_bugs,
+                                              **opts)
         if scheduler.applier == "mysql":
             if tracker.kind == "database":
                 opts.pop("preserve_commit_order", None)
@@ -187,4 +207,4 @@ class _Records(list):
 
 
 __all__ = ["Scheduler", "SchedulerError", "SimulationError", "parse_scheduler", "run_scheduler",
-           "collect", "DEFAULT_SCHEDULERS", "APPLIERS"]
+           "collect", "DEFAULT_SCHEDULERS", "CLUSTER_SCHEDULERS", "APPLIERS"]

@@ -108,6 +108,7 @@ def score_trace(trace, schedulers: Sequence[str] | None, workers: Sequence[int],
                                               serial_makespan=serial_makespan, bound=bound),
                         serial_metrics, serial_blocked))
              for i, (sched, _, bound, _) in enumerate(runs) if sched.is_serial}
+    _keys_unfit(trace, runs, known, progress)
     shares = _one_thread_shares(trace, runs, bugs, known)
     alike = _same_stream_shares(trace, runs, bugs, known, shares)
     results = []
@@ -244,11 +245,30 @@ def tracker_unfit(trace, tracker: str, tracker_options: dict) -> str | None:
     return None
 
 
+def _keys_unfit(trace, runs: list, known: dict, progress) -> None:
+    """The runs made from row keys (model/keys.py) on a trace whose keys are unknown for some
+    tables are unfit, in one line naming them all, before any is made; with partial keys
+    (MINIMAL row images) they run, and a note says what they cannot see."""
+    from . import keys
+    wanting = [i for i, (sched, _, _, _) in enumerate(runs)
+               if i not in known and keys.needs_keys(sched)]
+    if not wanting:
+        return
+    missing = keys.missing_keys(trace)
+    if missing.unknown:
+        why = keys.unknown_message(missing.unknown)
+        for i in wanting:
+            known[i] = ("unfit", why)
+    elif missing.partial:
+        note_of(progress)("commitsched: note: " + keys.partial_message(missing.partial))
+
+
 def _one_thread_shares(trace, runs: list, bugs, known: dict) -> dict[int, int]:
     """Of the runs that are the same one-thread run (`same_one_thread_run`), only the first
     whose tracker can annotate the trace is made; the ones before it are unfit (added to
     `known`), and each one after it is {index: that run's index}: its tracker is only checked."""
-    same = [i for i, (sched, w, _, _) in enumerate(runs) if same_one_thread_run(sched, w, bugs)]
+    same = [i for i, (sched, w, _, _) in enumerate(runs)
+            if i not in known and same_one_thread_run(sched, w, bugs)]
     for n, i in enumerate(same):
         sched, _, _, topts = runs[i]
         why = tracker_unfit(trace, sched.tracker, topts)

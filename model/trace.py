@@ -25,7 +25,10 @@ import msgspec
 from isal import igzip, isal_zlib
 
 FORMAT = "commitsched-trace"
-VERSION = 1
+# Version 2 adds `keys_unknown` and `keys_partial` (docs/trace-format.md); a trace that has
+# neither is written as version 1, which every earlier commitsched reads. Both are read.
+VERSION = 2
+VERSIONS = (1, 2)
 
 # MariaDB GTID flags a trace may carry (semantics.md §3.1), by their trace spelling.
 MARIADB_FLAGS = ("ddl", "waited", "transactional", "allow_parallel")
@@ -34,7 +37,11 @@ _TXN_FIELDS = (
     "seq", "writes", "before_images", "gtid", "file", "last_committed", "sequence_number", "commit_id",
     "flags", "session", "db", "ddl", "admin", "no_pk", "fk_parent", "exec", "commit",
     "timestamp", "events", "bytes", "rows", "write_set_size", "replica_locks",
+    "keys_unknown", "keys_partial",
 )
+# The fields version 2 added: a trace holding any of them is written as version 2.
+_V2_FIELDS = ("keys_unknown", "keys_partial")
+_TABLE_LISTS = ("keys_unknown", "keys_partial")
 
 
 class TraceError(Exception):
@@ -52,6 +59,7 @@ _NonNeg = Annotated[int, msgspec.Meta(ge=0)]
 _Cost = Annotated[float, msgspec.Meta(ge=0)]
 _Int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 _Flag = Literal["ddl", "waited", "transactional", "allow_parallel"]
+_Table = Annotated[str, msgspec.Meta(pattern=r"\.")]     # db.table
 # The few distinct flag sets, shared: each seen as a frozenset, or as the tuple a trace line
 # decodes to (short ones only: a line may repeat a flag any number of times), to its one set.
 _NO_FLAGS: frozenset = frozenset()
@@ -131,13 +139,23 @@ class Txn(_TxnHead, metaclass=_TxnMeta, kw_only=True, forbid_unknown_fields=True
     # another plan's index scan: semantics.md §1.8), taken at the transaction's last
     # statement; the cause of commit-order deadlocks (model/applier_mysql.py).
     replica_locks: tuple[str, ...] = ()
+    # Tables (`db.table`) whose rows this transaction changed but whose keys are not in `writes`
+    # (version 2): their definition was unknown at import (no schema), or, `keys_partial`, the
+    # row images lacked some key's columns (binlog_row_image=MINIMAL: the primary key is there,
+    # UNIQUE keys need not be). A scheduler that needs keys says so (model/keys.py).
+    keys_unknown: tuple[_Table, ...] = ()
+    keys_partial: tuple[_Table, ...] = ()
 
     @property
     def schemas(self) -> tuple[str, ...]:
-        """Schemas touched: the `db` field when given, else the schemas of the write keys."""
+        """Schemas touched: the `db` field when given, else the schemas of the write keys (and
+        of the tables whose keys are unknown)."""
         if self.db is not None:
             return self.db
         writes = self.writes
+        if self.keys_unknown:
+            return tuple(dict.fromkeys([k.partition(".")[0] for k in writes]
+                                       + [t.partition(".")[0] for t in self.keys_unknown]))
         if not writes:
             return ()
         first = writes[0][: writes[0].find(".") + 1]      # "db." (the common case: one schema)
@@ -152,12 +170,11 @@ class Txn(_TxnHead, metaclass=_TxnMeta, kw_only=True, forbid_unknown_fields=True
             value = getattr(self, name)
             if name == "file" and value == 1:
                 continue
-            if value is None or value is False or (name in ("flags", "before_images", "replica_locks")
-                                                     and not value):
+            if value is None or value is False or (name in _EMPTY_OMITTED and not value):
                 continue
             if name == "flags":
                 value = sorted(value)
-            elif name in ("db", "before_images", "replica_locks"):
+            elif name in _LISTS:
                 value = list(value)
             out[name] = value
         return out
@@ -167,6 +184,10 @@ class Txn(_TxnHead, metaclass=_TxnMeta, kw_only=True, forbid_unknown_fields=True
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Txn) and self.to_json() == other.to_json()
+
+
+_EMPTY_OMITTED = ("flags", "before_images", "replica_locks") + _TABLE_LISTS
+_LISTS = ("db", "before_images", "replica_locks") + _TABLE_LISTS
 
 
 def _normalise(txn: Txn) -> None:
@@ -198,6 +219,10 @@ def _normalise(txn: Txn) -> None:
         txn.before_images = tuple(txn.before_images)
     if type(txn.replica_locks) is not tuple:
         txn.replica_locks = tuple(txn.replica_locks)
+    for name in _TABLE_LISTS:
+        tables = getattr(txn, name)
+        if type(tables) is not tuple:
+            setattr(txn, name, tuple(tables))
     if txn.db is not None and type(txn.db) is not tuple:
         txn.db = tuple(txn.db)
 
@@ -209,6 +234,7 @@ class Trace:
     txns: list[Txn]
     source: dict = field(default_factory=dict)
     path: str = "<memory>"
+    version: int = 1                # of the file's header (VERSIONS)
 
     def __len__(self) -> int:
         return len(self.txns)
@@ -217,8 +243,14 @@ class Trace:
         return iter(self.txns)
 
 
-def header(source: dict | None = None) -> dict:
-    return {"format": FORMAT, "version": VERSION, "source": dict(source or {})}
+def header(source: dict | None = None, version: int = 1) -> dict:
+    """The header line; `version` 2 for a trace that has version 2's fields (`needs_v2`)."""
+    return {"format": FORMAT, "version": version, "source": dict(source or {})}
+
+
+def needs_v2(txn: Txn) -> bool:
+    """Whether a transaction has a field only version 2 of the format knows."""
+    return bool(txn.keys_unknown or txn.keys_partial)
 
 
 # ---------------------------------------------------------------- reading
@@ -254,17 +286,18 @@ def _show(v: object) -> str:
     return text if len(text) <= 80 else text[:60] + f"... ({len(text)} characters)"
 
 
-def _check_header(obj: object, path: str) -> dict:
+def _check_header(obj: object, path: str) -> tuple[dict, int]:
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise TraceError(path, 1, f'the first line must be the header {{"format": "{FORMAT}", '
                                   f'"version": {VERSION}, "source": {{...}}}}')
-    if obj.get("version") != VERSION:
+    if obj.get("version") not in VERSIONS or type(obj.get("version")) is not int:
         raise TraceError(path, 1, f"unknown trace format version {_show(obj.get('version'))} "
-                                  f"(this commitsched reads version {VERSION})")
+                                  f"(this commitsched reads versions "
+                                  f"{', '.join(map(str, VERSIONS))})")
     source = obj.get("source", {})
     if not isinstance(source, dict):
         raise TraceError(path, 1, '"source" must be an object')
-    return source
+    return source, obj["version"]
 
 
 def _json_depth_ok(text: str) -> bool:
@@ -316,7 +349,7 @@ def _parse_txn(obj: object, path: str, line: int) -> Txn:
     if not _FIELDS.issuperset(obj):
         unknown = sorted(set(obj) - _FIELDS)
         raise bad(f"unknown field(s) {', '.join(u if len(u) <= 80 and u.isprintable() else _show(u) for u in unknown)}; "
-                  f"a v1 transaction has {', '.join(_TXN_FIELDS)}")
+                  f"a transaction has {', '.join(_TXN_FIELDS)}")
     seq = obj.get("seq")
     if seq is None:
         raise bad('missing "seq"')
@@ -342,6 +375,13 @@ def _parse_txn(obj: object, path: str, line: int) -> Txn:
     xl = obj.get("replica_locks")
     if xl is not None and (type(xl) is not list or not all(type(k) is str for k in xl)):
         raise bad('"replica_locks" must be a list of row keys')
+    tables = {}
+    for name in _TABLE_LISTS:
+        v = obj.get(name)
+        if v is not None and (type(v) is not list or not all(type(t) is str and "." in t
+                                                              for t in v)):
+            raise bad(f'"{name}" must be a list of table names db.table')
+        tables[name] = v or ()
     for name in _INT_FIELDS:
         v = obj.get(name)
         if v is not None and (type(v) is not int or v < 0):
@@ -393,17 +433,25 @@ def _parse_txn(obj: object, path: str, line: int) -> Txn:
     return Txn(seq, writes, before_images=before or (), gtid=g, file=f, last_committed=lc,
                sequence_number=sn, commit_id=obj.get("commit_id"), flags=flags or _NO_FLAGS,
                session=s, db=d, timestamp=ts, events=obj.get("events"), bytes=obj.get("bytes"),
-               rows=obj.get("rows"), write_set_size=w, replica_locks=xl or (), **costs, **bools)
+               rows=obj.get("rows"), write_set_size=w, replica_locks=xl or (), **costs, **bools,
+               **tables)
 
 
 class _OrderCheck:
-    """Checks what one line cannot: seq numbering and the order of files and clocks."""
+    """Checks what one line cannot: seq numbering and the order of files and clocks; and,
+    under a version 1 header, that no line has version 2's fields (a version 1 trace lacks no
+    keys: model/keys.py takes its header's word for it)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, version: int = VERSION):
         self.path = path
+        self.version = version
         self.prev: Txn | None = None
 
     def __call__(self, txn: Txn, line: int) -> None:
+        if self.version < 2 and (txn.keys_unknown or txn.keys_partial):
+            name = "keys_unknown" if txn.keys_unknown else "keys_partial"
+            raise TraceError(self.path, line, f'"{name}" is a field of trace format version 2, '
+                                              f'but the header says version {self.version}')
         prev = self.prev
         expected = 1 if prev is None else prev.seq + 1
         if txn.seq != expected:
@@ -500,7 +548,7 @@ def _chunks(fh: IO[bytes], path: str) -> Iterator[tuple[int, bytes | memoryview,
         yield line, b"".join(rest), 0
 
 
-def _settle(batch: list[Txn], prev: Txn | None) -> list[tuple[str, ...]] | None:
+def _settle(batch: list[Txn], prev: Txn | None, v1: bool = False) -> list[tuple[str, ...]] | None:
     """A decoded chunk's transactions normalised and checked across lines, in one pass: each
     one's `writes` (in order), or None to send the chunk to the careful path (which then finds
     the problem, or not: None for a chunk that is good only costs time).
@@ -510,7 +558,7 @@ def _settle(batch: list[Txn], prev: Txn | None) -> list[tuple[str, ...]] | None:
     a null `file` is 1. Checked as `_OrderCheck` does one transaction at a time: seq counts on
     from `prev`'s, files never go back, last_committed/sequence_number come together with lc <
     sn, sequence_number increases within a file (from the transaction before); before_images
-    within writes, write_set_size at least len(writes).
+    within writes, write_set_size at least len(writes); with `v1`, no version 2 field.
 
     One Python loop reading each transaction's fields once: measured against whole-list
     operations (an `operator.attrgetter` list per field, `map` over them) and a per-line
@@ -527,6 +575,8 @@ def _settle(batch: list[Txn], prev: Txn | None) -> list[tuple[str, ...]] | None:
     for txn in batch:
         seq += 1
         if txn.seq != seq:
+            return None
+        if v1 and (txn.keys_unknown or txn.keys_partial):
             return None
         writes = txn.writes
         n = len(writes)
@@ -583,7 +633,7 @@ def _fast_batch(chunk: bytes | memoryview, newlines: int, check: _OrderCheck) ->
         return None                 # blank lines: line numbers need the careful path
     if not batch:
         return batch
-    writes = _settle(batch, check.prev)
+    writes = _settle(batch, check.prev, check.version < 2)
     if writes is None:
         return None
     keys = "\0".join(itertools.chain.from_iterable(writes))
@@ -614,8 +664,8 @@ def _open_binary(path: str) -> IO[bytes]:
     return igzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
-def _open_batches(path: str) -> tuple[dict, Iterator[list[Txn]]]:
-    """Open a trace: its header's `source`, and an iterator of its transactions a decoded and
+def _open_batches(path: str) -> tuple[dict, int, Iterator[list[Txn]]]:
+    """Open a trace: its header's `source` and version, and an iterator of its transactions a decoded and
     validated chunk (about 1 MiB of lines) at a time, raising `TraceError` at the first bad
     line."""
     try:
@@ -635,13 +685,13 @@ def _open_batches(path: str) -> tuple[dict, Iterator[list[Txn]]]:
         newlines = max(0, newlines - 1)
         if not first.strip():
             raise TraceError(path, 1, "empty file: a trace starts with its header line")
-        source = _check_header(_decode_json(first, path, 1), path)
+        source, version = _check_header(_decode_json(first, path, 1), path)
     except BaseException:
         fh.close()
         raise
 
     def batches() -> Iterator[list[Txn]]:
-        check = _OrderCheck(path)
+        check = _OrderCheck(path, version)
         with fh:
             for first_line, part, count in itertools.chain(((2, chunk, newlines),), chunks):
                 if not part:
@@ -651,24 +701,30 @@ def _open_batches(path: str) -> tuple[dict, Iterator[list[Txn]]]:
                     batch = _careful_batch(first_line, part, check, path)
                 yield batch
 
-    return source, batches()
+    return source, version, batches()
 
 
-def iter_trace(path: str) -> tuple[dict, Iterator[Txn]]:
-    """Open a trace for streaming: its header's `source`, and an iterator that validates as it
-    goes (raising `TraceError` at the first bad line)."""
-    source, batches = _open_batches(path)
+def open_trace(path: str) -> tuple[dict, int, Iterator[Txn]]:
+    """Open a trace for streaming: its header's `source` and format version, and an iterator
+    that validates as it goes (raising `TraceError` at the first bad line)."""
+    source, version, batches = _open_batches(path)
 
     def txns() -> Iterator[Txn]:
         for batch in batches:
             yield from batch
 
-    return source, txns()
+    return source, version, txns()
+
+
+def iter_trace(path: str) -> tuple[dict, Iterator[Txn]]:
+    """`open_trace` without the version."""
+    source, _, txns = open_trace(path)
+    return source, txns
 
 
 def load_trace(path: str) -> Trace:
     """Load and validate a whole trace into memory."""
-    source, batches = _open_batches(path)
+    source, version, batches = _open_batches(path)
     # A loaded trace is a million small acyclic objects: the cycle collector would walk them
     # again and again as they accumulate (a 5x slowdown) and can never free any of them.
     was_enabled = gc.isenabled()
@@ -677,7 +733,7 @@ def load_trace(path: str) -> Trace:
         txns: list[Txn] = []
         for batch in batches:       # a whole chunk at a time, not a transaction at a time
             txns.extend(batch)
-        return Trace(txns, source, path)
+        return Trace(txns, source, path, version)
     finally:
         if was_enabled:
             gc.enable()
@@ -692,7 +748,7 @@ def trace_from_dicts(objs: Iterable[dict], source: dict | None = None,
         txn = _parse_txn(obj, path, line)
         check(txn, line)
         txns.append(txn)
-    return Trace(txns, dict(source or {}), path)
+    return Trace(txns, dict(source or {}), path, 2 if any(map(needs_v2, txns)) else 1)
 
 
 # ---------------------------------------------------------------- writing
@@ -748,10 +804,16 @@ def write_text_atomic(path: str, text: str) -> None:
         raise
 
 
-def write_trace(path: str, txns: Iterable[Txn], source: dict | None = None) -> None:
-    """Write a trace atomically: header, then one transaction per line."""
+def write_trace(path: str, txns: Iterable[Txn], source: dict | None = None,
+                version: int = 1) -> None:
+    """Write a trace atomically: header, then one transaction per line. `version` 2 where the
+    transactions may have version 2's fields (the version of the trace they were read from):
+    one that has them under a version 1 header is a ValueError, and nothing is written."""
     def lines() -> Iterator[dict]:
-        yield header(source)
+        yield header(source, version)
         for txn in txns:
+            if version < 2 and needs_v2(txn):
+                raise ValueError(f"transaction {txn.seq} has version 2's fields "
+                                 f"(keys_unknown / keys_partial): write it as version 2")
             yield txn.to_json()
     write_jsonl_atomic(path, lines())

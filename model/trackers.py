@@ -484,9 +484,26 @@ class DatabaseTracker(Tracker):
             yield txn, (None if len(dbs) > MAX_DBS_IN_EVENT_MTS else dbs)
 
 
+# ---------------------------------------------------------------- certification (clusters)
+
+class CertificationTracker(Tracker):
+    """What certification gives each write-set on a member of a certification-based cluster
+    that applies them all (model/certification.py, docs/certification.md): Galera's
+    depends_seqno and Group Replication's last_committed / sequence_number, as a
+    `certification.CertDep`. Option `gc_period_s`: Group Replication's garbage-collection
+    period on the transactions' timestamps (None: never)."""
+
+    name, kind = "certification", "certification"
+    options = {"gc_period_s": 60.0}
+
+    def annotate(self, txns):
+        from .certification import certification_deps
+        return certification_deps(txns, gc_period_s=self.opts["gc_period_s"])
+
+
 TRACKERS: dict[str, type] = {cls.name: cls for cls in (
     SerialTracker, DatabaseTracker, CommitOrderTracker, CommitIdTracker, WritesetTracker,
-    WritesetSessionTracker, SlaveGroupCommitTracker)}
+    WritesetSessionTracker, SlaveGroupCommitTracker, CertificationTracker)}
 
 
 def get_tracker(name: str, *, bugs: frozenset[str] = frozenset(), **options) -> Tracker:

@@ -12,6 +12,10 @@ settings.register_profile("thorough", derandomize=True, deadline=None, max_examp
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+# No column cache (model/column_cache.py) unless a test sets one up: every load is a real load,
+# and nothing is written under the user's ~/.cache.
+os.environ["COMMITSCHED_CACHE"] = "off"
+
 
 @pytest.fixture
 def runs_made(monkeypatch) -> list:

@@ -71,6 +71,17 @@ def test_fit_recovers_the_machine_speed(truth):
 BASE_FSYNC = 0.151          # the base machine's own: flush_scale 1
 
 
+def test_a_fit_at_the_search_limit_says_so():
+    """An fsync probe ten times too slow (a busy disk) leaves no CPU scale that fits: the flush
+    latencies alone are slower than the pace. The fit says so instead of passing it silently."""
+    txns = workload()
+    window = recorded_window(txns, machine(3.0))
+    assert not any("limit" in n for n in fit(window, txns, BASE, cores=1,
+                                             fsync=BASE_FSYNC).notes)
+    notes = fit(window, txns, BASE, cores=1, fsync=10 * BASE_FSYNC).notes
+    assert any("search's limit" in n and "fsync probe" in n for n in notes), notes
+
+
 def test_a_window_without_backlog_is_refused():
     txns = workload()
     window = recorded_window(txns, machine(0.2), probe=None)   # it keeps up throughout

@@ -17,7 +17,8 @@ from test_engine_diff import BUNDLED, wild_traces
 
 
 def _same(a: columnar.Columns, b: columnar.Columns) -> None:
-    assert (a.n, a.seq0, a.replica_locks) == (b.n, b.seq0, b.replica_locks)
+    assert (a.n, a.seq0, a.replica_locks, a.keys_unknown) == (b.n, b.seq0, b.replica_locks,
+                                                               b.keys_unknown)
     for name, x in a.arrays.items():
         y = b.arrays[name]
         if name in ("s_ids", "s_off"):

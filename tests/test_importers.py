@@ -10,6 +10,7 @@ import shutil
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from commitsched.cli import main
 from commitsched.importers import ImportStats, group_stats, import_binlog
 from commitsched.importers.schema import Catalog, parse_create_table
 from commitsched.trace import TraceError, load_trace
@@ -179,22 +180,25 @@ def test_mariadb_ddl_fixture(tmp_path):
     assert stats.summary()["ddl_transactions"] == len(ddl)
 
 
-def test_mariadb_unknown_table_is_an_error_with_place(tmp_path):
+def test_mariadb_unknown_tables_are_named_not_refused(tmp_path):
+    """Text without table definitions: every transaction is imported with its commit id, flags
+    and sizes, and names the tables whose keys are unknown (trace format version 2)."""
+    stats, tr = imp(tmp_path, [MDB_NOMETA])
+    assert len(tr) == len(_gtid_lines(MDB_NOMETA)) and not stats.skipped
+    assert tr.version == 2 and stats.keys_unknown
+    dml = [t for t in tr if t.rows]
+    assert dml and all(t.writes == () and t.keys_unknown for t in dml)
+    assert tr.source["import"]["keys_unknown"] == dict(sorted(stats.keys_unknown.items()))
+    _, known = imp(tmp_path, [MDB_NOMETA], schema=MDB_BINARY_SCHEMA)
+    assert [(t.commit_id, t.flags, t.events, t.bytes, t.rows) for t in tr] == \
+        [(t.commit_id, t.flags, t.events, t.bytes, t.rows) for t in known]
+
+
+def test_import_note_names_unknown_tables_and_how_to_give_them(tmp_path, capsys):
     out = tmp_path / "t.jsonl"
-    with pytest.raises(TraceError) as e:
-        import_binlog([MDB_NOMETA], str(out))
-    n = next(i for i, l in enumerate(lines_of(MDB_NOMETA), 1) if l.startswith("### "))
-    assert e.value.path == MDB_NOMETA and e.value.line is not None and e.value.line >= n - 1
-    assert "keys unknown" in e.value.reason
-    assert not out.exists() and os.listdir(tmp_path) == []
-
-
-def test_mariadb_unknown_table_skip_bad_counts(tmp_path):
-    stats, tr = imp(tmp_path, [MDB_NOMETA], skip_bad=True)
-    n_gtid = len(_gtid_lines(MDB_NOMETA))
-    assert stats.skipped["table keys unknown"] == n_gtid - len(tr)
-    assert sum(stats.skipped.values()) > 0
-    assert tr.source["import"]["skipped"] == dict(stats.skipped)
+    assert main(["import", MDB_NOMETA, "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "keys unknown for sbtest.sbtest" in err and "--schema" in err and "--schema-from" in err
 
 
 def test_schema_option_fixes_unknown_tables(tmp_path):
@@ -446,12 +450,12 @@ def test_statement_based_dml_is_refused(tmp_path):
 
 
 def test_schema_column_count_mismatch_makes_table_unknown(tmp_path):
-    """A --schema that disagrees with the binlog's own table map (out of date) is not trusted."""
+    """A --schema that disagrees with the binlog's own table map (out of date) is not trusted:
+    the table's keys are unknown, and the notes say why."""
     schema = tmp_path / "s.sql"
     schema.write_text(open(MDB_BINARY_SCHEMA).read().replace("`pad` char(60)", "`pad` char(60),\n  `extra` int"))
-    with pytest.raises(TraceError) as e:
-        import_binlog([MDB_GROUPS], str(tmp_path / "o.jsonl"), schema=str(schema))
-    assert "columns" in e.value.reason
+    stats = import_binlog([MDB_GROUPS], str(tmp_path / "o.jsonl"), schema=str(schema))
+    assert stats.keys_unknown and all("columns" in why for why in stats.keys_unknown.values())
 
 
 # ---------------------------------------------------------------- transaction size
@@ -500,3 +504,16 @@ def test_size_fields_are_validated(tmp_path):
                  '{"seq": 1, "writes": [], "events": -3}\n')
     with pytest.raises(TraceError, match='"events" must be a non-negative integer'):
         load_trace(str(p))
+
+
+def test_mysql56_text_is_refused_in_one_line_naming_the_version(tmp_path):
+    """A MySQL 5.6 printer's text (its Start event names the server; GTID events, where there
+    are any, carry no logical clock): refused at that line, as the binary reader refuses the
+    file."""
+    text = tmp_path / "m56.txt"
+    text.write_text("# at 4\n#200314 10:00:00 server id 1  end_log_pos 120 CRC32 0x00000000 "
+                    "\tStart: binlog v 4, server v 5.6.51-log created 200314 10:00:00 at startup\n")
+    with pytest.raises(TraceError) as e:
+        import_binlog([str(text)], str(tmp_path / "o.jsonl"), skip_bad=True)
+    assert e.value.line == 2 and e.value.reason.startswith("a MySQL 5.6.51-log binlog: MySQL "
+                                                           "before 5.7 writes no logical clock")

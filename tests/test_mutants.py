@@ -70,9 +70,11 @@ def test_columns_and_escapes(fake_columns):
     assert "caught: tlc 3/3, properties 2/3, trace_validation 1/2" in text
 
 
-def test_the_catalogue_has_16_entries():
-    assert len(CATALOGUE) == 16
-    assert list(CATALOGUE)[-1] == "retry_ignores_prior_error"
+def test_the_catalogue_has_19_entries():
+    assert len(CATALOGUE) == 19       # 16 for the replicas, 3 for certification-based clusters
+    assert list(CATALOGUE)[15] == "retry_ignores_prior_error"
+    assert list(CATALOGUE)[16:] == ["cert_purge_past_safe", "failed_ws_commits_early",
+                                    "fc_stop_mark_late"]
 
 
 def test_an_entry_outside_the_simulator_is_explored(monkeypatch):

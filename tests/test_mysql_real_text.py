@@ -4,17 +4,17 @@ tests/fixtures/binlog/mysql_real_text.json lists each file: where it was found, 
 how it was printed, what was cut, its sha256, and the values it states (each GTID event's
 last_committed / sequence_number / transaction_length, the GTID) with the row keys its row images
 give. The texts are third-party material and are not vendored; each test reads its file from
-$COMMITSCHED_MYSQL_TEXT (default ../shared/mysql_text/ beside the repository) and is skipped,
-naming the file, where it is absent. The manifest's own consistency is checked always.
+shared/mysql_text/ beside the repository ($COMMITSCHED_MYSQL_TEXT, tests/shared_data.py), and
+fails where it is absent.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
 import msgspec
 import pytest
+from shared_data import shared_file
 
 from commitsched.importers import import_binlog
 from commitsched.trace import TraceError, load_trace
@@ -22,20 +22,11 @@ from commitsched.trackers import get_tracker
 
 HERE = os.path.dirname(__file__)
 MANIFEST = os.path.join(HERE, "fixtures", "binlog", "mysql_real_text.json")
-TEXT_DIR = os.environ.get("COMMITSCHED_MYSQL_TEXT",
-                          os.path.normpath(os.path.join(HERE, "..", "..", "shared", "mysql_text")))
 FILES = json.load(open(MANIFEST, encoding="utf-8"))["files"]
 
 
 def _text(entry: dict) -> str:
-    path = os.path.join(TEXT_DIR, entry["name"])
-    if not os.path.exists(path):
-        pytest.skip(f"{entry['name']} not in {TEXT_DIR} (real third-party text, not vendored: "
-                    "tests/fixtures/binlog/mysql_real_text.json says where it comes from)")
-    with open(path, "rb") as f:
-        assert hashlib.sha256(f.read()).hexdigest() == entry["sha256"], \
-            f"{path} is not the text the manifest describes"
-    return path
+    return shared_file("mysql_text", "COMMITSCHED_MYSQL_TEXT", entry["name"], entry["sha256"])
 
 
 def _import(entry: dict, tmp_path, **kw):
@@ -60,6 +51,7 @@ def _check(trace, want: list[dict]) -> None:
             assert txn.bytes == w["bytes"]
         assert txn.ddl == w.get("ddl", False)
         assert txn.no_pk == w.get("no_pk", False)
+        assert list(txn.keys_unknown) == w.get("keys_unknown", [])
         if "write_set_size" in w:
             assert txn.write_set_size == w["write_set_size"]
 
@@ -81,6 +73,31 @@ def test_real_text_imports_with_the_values_it_states(entry, tmp_path):
     assert stats.dialect == "mysql" and not stats.skipped and stats.files == 1
     assert trace.source["server"] == entry["server"]
     _check(list(trace), entry["transactions"])
+
+
+def _committed_timestamps(path: str) -> list[int | None]:
+    """Each GTID line's original_committed_timestamp (µs), as the text says it."""
+    out = []
+    for line in open(path, encoding="utf-8", errors="replace"):
+        if "\tlast_committed=" in line:
+            stamp = [f for f in line.split() if f.startswith("original_committed_timestamp=")]
+            out.append(int(stamp[0].partition("=")[2]) if stamp else None)
+    return out
+
+
+@pytest.mark.parametrize("entry", [e for e in FILES if "transactions" in e], ids=lambda e: e["name"])
+def test_real_text_commit_times_to_the_microsecond(entry, tmp_path):
+    """MySQL 8's GTID lines carry the commit time in µs: the trace's `timestamp` is it, to the
+    microsecond (the lag replay reads whole-second stamps as MariaDB's one-second ones); 5.7's
+    lines have none, and the event header's second stands in."""
+    _, trace = _import(entry, tmp_path)
+    stamps = _committed_timestamps(_text(entry))
+    assert len(stamps) == len(trace)
+    for txn, us in zip(trace, stamps):
+        if us is None:
+            assert txn.timestamp == int(txn.timestamp)
+        else:
+            assert txn.timestamp == us / 1e6
 
 
 @pytest.mark.parametrize("entry", [e for e in FILES if "refused" in e], ids=lambda e: e["name"])

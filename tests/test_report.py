@@ -43,7 +43,7 @@ def inline_svgs(html: str) -> list[ET.Element]:
 def md_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report_md")
     assert main(["report", RW8, "-o", str(out), "--format", "md", "--workers", "1,2,4,8",
-                 "--quiet"]) == 0
+                 "--quiet", "--certification"]) == 0
     return out
 
 
@@ -60,6 +60,14 @@ def test_report_md_writes_valid_svg_figures(md_report):
     for name in names:
         assert f"]({name}.svg)" in md
     assert "## Answers" in md and "How many workers?" in md
+
+
+def test_report_md_has_the_cluster_section(md_report):
+    md = (md_report / "report.md").read_text()
+    section = md.split("## On a certification-based cluster", 1)[1]
+    for line in ("| certification+galera |", "| certification+group_replication |",
+                 "| galera | durable |", "| group_replication | relaxed |"):
+        assert line in section
 
 
 def test_speedup_figure_draws_the_json_numbers(md_report):

@@ -314,6 +314,9 @@ def test_manifest_problems_and_select():
         manifest.select(models, ["nope"], False)
     models.append({**good, "name": "a_x_bug", "bug": "x"})
     assert [m["name"] for m in manifest.select(models, None, False, skip_bugs=True)] == ["a", "b"]
+    models.append({**good, "name": "a_walk", "mode": "simulate"})
+    assert [m["name"] for m in manifest.select(models, None, False, exhaustive_only=True)] == [
+        "a", "b", "a_x_bug"]
 
 
 def test_write_last_runs_keeps_order_and_other_entries(tmp_path):

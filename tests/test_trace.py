@@ -85,7 +85,7 @@ def test_sequence_number_must_increase_within_a_file(tmp_path):
 @pytest.mark.parametrize("first,reason", [
     ("", "empty file"),
     ('{"seq": 1, "writes": []}', "first line must be the header"),
-    ('{"format": "commitsched-trace", "version": 2, "source": {}}', "unknown trace format version 2"),
+    ('{"format": "commitsched-trace", "version": 3, "source": {}}', "unknown trace format version 3"),
     ('{"format": "commitsched-trace", "version": 1, "source": []}', '"source" must be an object'),
     ("not json", "bad JSON"),
 ])

@@ -302,11 +302,12 @@ def test_database():
 
 def test_registry_and_errors():
     assert set(TRACKERS) == {"serial", "database", "commit_order", "commit_id", "writeset",
-                             "writeset_session", "slave_group_commit"}
+                             "writeset_session", "slave_group_commit", "certification"}
     kinds = {n: get_tracker(n).kind for n in TRACKERS}
     assert kinds == {"serial": "clock", "commit_order": "clock", "writeset": "clock",
                      "writeset_session": "clock", "commit_id": "groups",
-                     "slave_group_commit": "groups", "database": "database"}
+                     "slave_group_commit": "groups", "database": "database",
+                     "certification": "certification"}
     with pytest.raises(TrackerError, match="unknown tracker 'nope'"):
         get_tracker("nope")
     with pytest.raises(TrackerError, match="has no option.*histroy_size"):

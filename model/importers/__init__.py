@@ -52,6 +52,9 @@ class ImportStats:
     files: int = 0
     dialect: str | None = None
     metadata_tables: list = field(default_factory=list)
+    keys_unknown: dict = field(default_factory=dict)    # table -> why its keys are unknown
+    keys_partial: list = field(default_factory=list)    # tables whose images lacked key columns
+    ignorable_skipped: int = 0         # events of types not known, marked ignorable: skipped
 
     @property
     def mean_group_size(self) -> float | None:
@@ -74,6 +77,12 @@ class ImportStats:
             out["bad_lines_outside_transactions"] = self.bad_lines_outside
         if self.metadata_tables:
             out["keys_from_table_map_metadata"] = sorted(self.metadata_tables)
+        if self.keys_unknown:
+            out["keys_unknown"] = dict(sorted(self.keys_unknown.items()))
+        if self.keys_partial:
+            out["keys_partial"] = sorted(self.keys_partial)
+        if self.ignorable_skipped:
+            out["ignorable_events_skipped"] = self.ignorable_skipped
         return out
 
 
@@ -282,14 +291,23 @@ def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
                 raise TraceError(where, None, errors[0])
 
 
+SCHEMA_FROM_HELP = ("read the CREATE TABLE of the tables the binlog names from a live server, "
+                    "read-only (SHOW CREATE TABLE), with the mariadb/mysql client: "
+                    "mysql://USER[:PASSWORD]@HOST[:PORT]/ or mysql://USER@localhost/?socket=PATH "
+                    "(password also from $MYSQL_PWD)")
+
+
 def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str] | None = None,
                   skip_bad: bool = False, source: dict | None = None,
-                  binlog_tool: str | None = None, progress: bool | None = None) -> ImportStats:
+                  binlog_tool: str | None = None, progress: bool | None = None,
+                  schema_from: str | None = None) -> ImportStats:
     """Import binlog inputs into a trace at `output` (atomically). Returns the counts.
 
     `schema`: a `mysqldump --no-data` file of the table definitions (also learnt from CREATE
-    TABLE in the log and from binlog_row_metadata=FULL table maps). `source`: provenance put in
-    the trace header, next to what the import itself measured.
+    TABLE in the log and from binlog_row_metadata=FULL table maps). `schema_from`: a server URL
+    whose definitions of the tables the binlog names are read when first needed
+    (schema_from.py). `source`: provenance put in the trace header, next to what the import
+    itself measured.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [os.fspath(paths)]
@@ -303,6 +321,9 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
         except OSError as e:
             raise TraceError(os.fspath(sch), None, f"cannot read schema: {e.strerror or e}") \
                 from None
+    if schema_from:
+        from .schema_from import ServerSchema
+        catalog.server = ServerSchema(schema_from)
     reader = Reader(catalog, strict=not skip_bad)
     prog = _Progress(progress)
     stats = ImportStats(files=0)
@@ -336,6 +357,9 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
         stats.skipped_examples = [
             {"line": s.line, "gtid": s.gtid, "reason": s.reason} for s in reader.skipped[:20]]
         stats.metadata_tables = sorted(reader.metadata_tables)
+        stats.keys_unknown = dict(reader.keys_unknown)
+        stats.keys_partial = sorted(reader.keys_partial)
+        stats.ignorable_skipped = reader.ignorable_skipped
         if stats.transactions == 0 and not skip_bad:
             raise TraceError(paths[0], None, "no transactions found (is this mysqlbinlog -vv "
                                              "--base64-output=decode-rows output?)")
@@ -348,12 +372,17 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
         head["inputs"] = [os.path.basename(p) for p in paths]
         if schemas:
             head["schema"] = [os.path.basename(os.fspath(x)) for x in schemas]
+        if catalog.server is not None:
+            head["schema_from"] = {"server": catalog.server.shown,
+                                   "tables_asked": catalog.server.asked}
         head.update({"import": stats.summary()})
         if stats.skipped_examples:
             head["import"]["skipped_examples"] = stats.skipped_examples
 
-        # the transactions' lines were encoded once, when spooled: copied as they are
-        write_jsonl_atomic(output, [header(head)], then=spool)
+        # the transactions' lines were encoded once, when spooled: copied as they are; version 2
+        # where some transaction names tables whose keys are unknown or partial
+        marked = bool(stats.keys_unknown or stats.keys_partial)
+        write_jsonl_atomic(output, [header(head, 2 if marked else 1)], then=spool)
     finally:
         prog.end()          # also on failure: the error's line starts at the margin
         if os.path.exists(spool):
@@ -377,7 +406,8 @@ def import_main(args) -> int:
     """`commitsched import BINLOG... -o TRACE [--schema SQL]... [--skip-bad] [--quiet]`."""
     quiet = getattr(args, "quiet", False)
     stats = import_binlog(list(args.binlog), args.output, schema=args.schema,
-                          skip_bad=args.skip_bad, progress=False if quiet else None)
+                          skip_bad=args.skip_bad, progress=False if quiet else None,
+                          schema_from=getattr(args, "schema_from", None))
     if not quiet:
         parts = [f"{args.output}: {stats.transactions} transactions"]
         if stats.groups is not None:
@@ -402,3 +432,31 @@ def print_notes(stats: ImportStats, out) -> None:
         print("note: keys of " + ", ".join(stats.metadata_tables) + " come from the binlog's "
               "table-map metadata, which names the PRIMARY key only; give --schema for "
               "UNIQUE keys and foreign keys", file=out)
+    if stats.keys_unknown:
+        print(keys_unknown_note(stats.keys_unknown), file=out)
+    partial = [t for t in stats.keys_partial if t not in stats.metadata_tables]
+    if partial:
+        print(f"note: the row images of {_tables_text(partial)} lack some key's columns "
+              "(binlog_row_image=MINIMAL or NOBLOB): their primary keys are in the trace, not "
+              "all their UNIQUE or foreign keys, so a writeset what-if finds fewer conflicts "
+              "than the server did", file=out)
+    if stats.ignorable_skipped:
+        print(f"note: skipped {stats.ignorable_skipped} event(s) of types this reader does not "
+              "know, marked ignorable (LOG_EVENT_IGNORABLE_F), as a replica skips them",
+              file=out)
+
+
+def _tables_text(tables, most: int = 8) -> str:
+    tables = list(tables)
+    shown = ", ".join(tables[:most])
+    return shown + (f" and {len(tables) - most} more" if len(tables) > most else "")
+
+
+def keys_unknown_note(keys_unknown: dict) -> str:
+    """What an import says of tables whose keys it could not know (with the first reasons)."""
+    reasons = dict.fromkeys(keys_unknown.values())
+    why = "; ".join(reasons) if len(reasons) <= 2 else next(iter(reasons)) + "; ..."
+    return (f"note: keys unknown for {_tables_text(keys_unknown)} ({why}): the trace has each "
+            "transaction's clock, sizes and events; commit_order and commit_id score as usual, "
+            "writeset, the optimistic appliers and blame need the keys: give --schema FILE "
+            "(mysqldump --no-data) or --schema-from URL")

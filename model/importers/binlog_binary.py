@@ -81,6 +81,8 @@ def read_binary(reader: Reader, path: str, tally, new_file: bool = True,
         reader.dialects["mariadb"] += events.mariadb_gtids
         reader.dialects["mysql"] += events.mysql_gtids
         reader.skipped.extend(Skipped(*s) for s in events.take_skipped())
+        reader.keys_partial.update(events.keys_partial_tables)
+        reader.ignorable_skipped += events.ignorable_skipped
 
 
 class _Hooks:
@@ -89,16 +91,23 @@ class _Hooks:
     def __init__(self, reader: Reader):
         self.r = reader
 
-    def plan(self, db: str, name: str) -> tuple:
+    def plan(self, db: str, name: str, mapped: int) -> tuple:
         """How to make a row's keys fast: ([(key prefix, column positions)] per unique index,
         or None when `row_keys` must make them: foreign keys, an unknown column), whether the
-        table is known, has a primary key, is a foreign-key parent, and its column count."""
+        table is known, has a primary key, is a foreign-key parent, and its column count.
+        `mapped`: the table map's column count; a server's definition (--schema-from) that
+        differs was altered since the binlog was written, and is not used."""
         r = self.r
         t = r.catalog.get(db, name)
+        if t is not None and t.origin == "server" and len(t.columns) != mapped:
+            r.catalog.forget(db, name, f"the server's definition has {len(t.columns)} columns, "
+                                       f"the binlog's table map {mapped}: altered since")
+            t = None
         if t is None:
+            r._note_unknown(db, name)           # the extension marks its rows keys_unknown
             return None, False, False, False, 0
         steps = None
-        if not t.fks:
+        if not t.fks and t.unique_complete:
             try:
                 steps = [(f"{t.db}.{t.name}/{index}=", [t.position(c) for c in cols])
                          for index, cols in t.unique.items()]
@@ -106,8 +115,10 @@ class _Hooks:
                 steps = None
         return steps, True, t.has_pk, r._fk_parent(t), len(t.columns)
 
-    def row_keys(self, db: str, name: str, image: dict) -> list[str]:
-        return self.r._row_keys(db, name, image)
+    def row_keys(self, db: str, name: str, image: dict, before: dict | None) -> tuple:
+        """(keys, tables whose keys are unknown, whether some key's columns were missing):
+        binlog_text.Reader._row_keys; `before`: an UPDATE's before image, for its after image."""
+        return self.r._row_keys(db, name, image, before)
 
     def statement(self, text: str, query_db: str | None, in_txn: bool, ddl_flag: bool,
                   cur_ddl: bool, has_bad: bool) -> tuple:

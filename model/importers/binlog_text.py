@@ -54,6 +54,17 @@ _DDL_TARGET_RE = re.compile(
     r"(`(?:[^`]|``)+`|\w+)(?:\.(`(?:[^`]|``)+`|\w+))?", re.I)
 
 
+BEFORE_57 = ("MySQL before 5.7 writes no logical clock (last_committed / sequence_number), "
+             "which this reader needs; it reads MySQL 5.7, 8.x, 9.x and MariaDB 10+ binlogs")
+
+
+def _before_57(version: str) -> bool:
+    """A MySQL (not MariaDB) server version before 5.7 ("5.6.51-log")."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return bool(m) and "mariadb" not in version.lower() and \
+        (int(m.group(1)), int(m.group(2))) < (5, 7)
+
+
 def _ddl_schemas(sql: str) -> list[str]:
     """The schema a DDL statement names explicitly (`db`.`t`, or CREATE DATABASE db), if any."""
     m = _DDL_TARGET_RE.match(sql)
@@ -64,6 +75,20 @@ def _ddl_schemas(sql: str) -> list[str]:
         return [unq(m.group(2))]
     return [unq(m.group(2))] if m.group(3) else []
 
+
+
+def _key_values(positions: list[int], image: dict, before: dict | None) -> list | None:
+    """The (value, is_null) of each key column, from the row image or else its before image;
+    None when some column is in neither (the key is not in the images)."""
+    vals = []
+    for pos in positions:
+        v = image.get(pos)
+        if v is None and before is not None:
+            v = before.get(pos)
+        if v is None:
+            return None
+        vals.append(v)
+    return vals
 
 class InputError(Exception):
     """A problem at one line of the input: where, and why."""
@@ -105,6 +130,8 @@ class _Open:
     no_pk: bool = False
     fk_parent: bool = False
     hashes: int = 0                # keys over all row images, repeats included (MySQL 8's vector)
+    keys_unknown: dict = field(default_factory=dict)   # tables without keys, insertion-ordered
+    keys_partial: dict = field(default_factory=dict)   # tables whose images lacked key columns
     bad: tuple[int, str] | None = None   # (line, reason) of the first problem
     # Size in the binlog: events from the GTID event to the commit event, their bytes (from the
     # GTID event's position to the last event's end_log_pos), decoded rows.
@@ -124,7 +151,8 @@ class _Open:
                    ddl=self.ddl, admin=self.admin, no_pk=self.no_pk, fk_parent=self.fk_parent,
                    timestamp=self.timestamp, events=self.events or None, bytes=self.size(),
                    rows=self.rows if self.events else None,
-                   write_set_size=self.hashes if self.hashes > len(self.writes) else None)
+                   write_set_size=self.hashes if self.hashes > len(self.writes) else None,
+                   keys_unknown=tuple(self.keys_unknown), keys_partial=tuple(self.keys_partial))
 
     def size(self) -> int | None:
         """Bytes in the binlog: MySQL's own transaction_length, else the span of positions."""
@@ -139,7 +167,10 @@ def _value(raw: str) -> tuple[str, bool]:
     """A printed column value without its -vv type comment, and whether it is NULL."""
     m = TYPE_COMMENT_RE.search(raw)
     if m:
-        raw = raw[:m.start()].rstrip(" ")   # FLOAT is printed padded: "12345.7              /* FLOAT"
+        raw = raw[:m.start()]
+    # FLOAT is printed padded ("%-20g": "12345.7              /* FLOAT"), with -v too; no other
+    # value ends in a space (strings are quoted)
+    raw = raw.rstrip(" ")
     return raw, raw == "NULL"
 
 
@@ -156,6 +187,10 @@ class Reader:
         self.skipped: list[Skipped] = []
         self.dialects: Counter = Counter()
         self.metadata_tables: set[str] = set()
+        # tables whose keys were unknown (-> why), and whose images lacked some key's columns
+        self.keys_unknown: dict[str, str] = {}
+        self.keys_partial: set[str] = set()
+        self.ignorable_skipped = 0     # events of unknown types marked LOG_EVENT_IGNORABLE_F
         self.server_version: str | None = None   # "server v X" of the first Start event
         self.file = 1
         self._started = False          # any binlog file (or input) seen yet
@@ -191,54 +226,73 @@ class Reader:
             self._fk_parent_cache[k] = self.catalog.is_fk_parent(t.db, t.name)
         return self._fk_parent_cache[k]
 
-    def _row_keys(self, db: str, name: str, image: dict[int, tuple[str, bool]]) -> list[str]:
+    def _row_keys(self, db: str, name: str, image: dict[int, tuple[str, bool]],
+                  before: dict | None = None) -> tuple[list[str], list[str], bool]:
         """The row keys of one row image: PRIMARY and every UNIQUE index (a NULL in a UNIQUE
-        key: no key, NULLs never conflict), and each foreign key's referenced parent key."""
+        key: no key, NULLs never conflict), and each foreign key's referenced parent key.
+        Returns (keys, tables whose keys are unknown, whether some key's columns were missing).
+
+        A table with no known definition gives no keys: it is named instead (the trace marks it
+        `keys_unknown`), as is a foreign key's parent whose keys are unknown. A row image without
+        all of an index's columns (binlog_row_image=MINIMAL or NOBLOB) gives no key for that
+        index, and says so (`keys_partial`), except where `before` (an UPDATE's before image)
+        holds the missing columns: MINIMAL's after image lists only the changed columns, so the
+        others, the primary key's among them, are the before image's."""
         t = self.catalog.get(db, name)
         if t is None:
-            why = self.catalog.unknown.get((db.lower(), name.lower()))
-            raise ValueError(f"table {db}.{name}: keys unknown ({why})" if why else
-                             f"table {db}.{name}: keys unknown (no CREATE TABLE in the log, in "
-                             f"--schema, nor binlog_row_metadata=FULL table-map metadata)")
+            self._note_unknown(db, name)
+            return [], [f"{db}.{name}"], False
         if image and max(image) > len(t.columns):
+            if t.origin == "server":        # altered on the server since the binlog was written
+                self.catalog.forget(db, name, f"the server's definition has {len(t.columns)} "
+                                              f"columns, the binlog's rows more: altered since")
+                self._note_unknown(db, name)
+                return [], [f"{db}.{name}"], False
             raise ValueError(f"row of {db}.{name} has column @{max(image)} but its definition "
                              f"has {len(t.columns)} columns (schema out of date?)")
-        keys = []
+        keys: list[str] = []
+        unknown: list[str] = []
+        partial = False
         for index, cols in t.unique.items():
-            vals = []
+            positions = []
             for c in cols:
                 try:
-                    pos = t.position(c)
+                    positions.append(t.position(c))
                 except ValueError:
                     raise ValueError(f"index {index} of {db}.{name} names unknown column {c}") from None
-                if pos not in image:
-                    raise ValueError(f"row image of {db}.{name} lacks @{pos} ({c}) of index "
-                                     f"{index}: record with binlog_row_image=FULL")
-                vals.append(image[pos])
-            if any(null for _, null in vals):
-                continue
-            keys.append(f"{t.db}.{t.name}/{index}=" + ",".join(v for v, _ in vals))
+            vals = _key_values(positions, image, before)
+            if vals is None:
+                partial = True          # this index's key is not in the image
+            elif not any(null for _, null in vals):
+                keys.append(f"{t.db}.{t.name}/{index}=" + ",".join(v for v, _ in vals))
+        if not t.unique_complete:
+            partial = True              # table-map metadata: the primary key only
         for fk in t.fks:
             parent = self.catalog.get(fk.parent_db, fk.parent_table)
             if parent is None:
-                raise ValueError(f"foreign key of {db}.{name} references {fk.parent_db}."
-                                 f"{fk.parent_table}, whose keys are unknown")
+                self._note_unknown(fk.parent_db, fk.parent_table)
+                unknown.append(f"{fk.parent_db}.{fk.parent_table}")
+                continue
             want = [c.lower() for c in fk.parent_columns]
             pindex = next((i for i, cs in parent.unique.items()
                            if sorted(c.lower() for c in cs) == sorted(want)), None)
             if pindex is None:
                 continue  # a non-unique referenced key gives no conflict key (semantics §2.1)
-            vals = []
-            for pc in parent.unique[pindex]:
-                child_col = fk.columns[want.index(pc.lower())]
-                pos = t.position(child_col)
-                if pos not in image:
-                    raise ValueError(f"row image of {db}.{name} lacks foreign-key column {child_col}")
-                vals.append(image[pos])
-            if any(null for _, null in vals):
-                continue
-            keys.append(f"{parent.db}.{parent.name}/{pindex}=" + ",".join(v for v, _ in vals))
-        return keys
+            vals = _key_values([t.position(fk.columns[want.index(pc.lower())])
+                                for pc in parent.unique[pindex]], image, before)
+            if vals is None:
+                partial = True
+            elif not any(null for _, null in vals):
+                keys.append(f"{parent.db}.{parent.name}/{pindex}=" + ",".join(v for v, _ in vals))
+        return keys, unknown, partial
+
+    def _note_unknown(self, db: str, name: str) -> None:
+        """Remember why a table's keys are unknown, for the import's notes (the first reason)."""
+        table = f"{db}.{name}"
+        if table not in self.keys_unknown:
+            why = self.catalog.unknown.get((db.lower(), name.lower()))
+            self.keys_unknown[table] = why or ("no CREATE TABLE in the log or in --schema, and "
+                                               "no binlog_row_metadata=FULL table-map metadata")
 
     # ------------------------------------------------------------ the reader
     def read(self, lines: Iterable[str], new_file: bool = True) -> Iterator[Txn]:
@@ -334,15 +388,16 @@ class Reader:
                 if kind == "UPDATE":
                     if before is None or after is None:
                         raise ValueError(f"UPDATE of {db}.{name} without both WHERE and SET images")
-                    bk, ak = self._row_keys(db, name, before), self._row_keys(db, name, after)
+                    bk, bu, bp = self._row_keys(db, name, before)
+                    ak, au, ap = self._row_keys(db, name, after, before)
                     cur.before_keys.update(bk)
                     cur.after_keys.update(ak)
-                    keys = bk + ak
+                    keys, unknown, partial = bk + ak, bu + au, bp or ap
                 else:
                     img = after if kind == "INSERT INTO" else before
                     if img is None:
                         raise ValueError(f"{kind} of {db}.{name} without its row image")
-                    keys = self._row_keys(db, name, img)
+                    keys, unknown, partial = self._row_keys(db, name, img)
                     cur.after_keys.update(keys)
                 if from_block:
                     for k in keys:
@@ -353,10 +408,15 @@ class Reader:
             except ValueError as e:
                 problem(str(e))
                 return
+            for u in unknown:
+                cur.keys_unknown[u] = None
+            if partial:
+                cur.keys_partial[f"{db}.{name}"] = None
+                self.keys_partial.add(f"{db}.{name}")
             t = self.catalog.get(db, name)
-            if not t.has_pk:
+            if t is not None and not t.has_pk:
                 cur.no_pk = True
-            if self._fk_parent(t):
+            if t is not None and self._fk_parent(t):
                 cur.fk_parent = True
             for k in keys:
                 cur.writes[k] = None
@@ -594,6 +654,9 @@ class Reader:
                             self.file += 1
                         self._start_file = self.file
                         m = SERVER_V_RE.search(body)
+                        if m and _before_57(m.group(1)):
+                            raise InputError(lineno, f"a MySQL {m.group(1)} binlog: "
+                                             f"{BEFORE_57}")
                         if m and self.server_version is None:
                             self.server_version = m.group(1)
                         event = "start"

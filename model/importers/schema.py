@@ -241,13 +241,42 @@ class Catalog:
     def __init__(self) -> None:
         self.tables: dict[tuple[str, str], Table] = {}
         self.unknown: dict[tuple[str, str], str] = {}
+        # --schema-from: a live server asked for a table's definition the first time the
+        # import needs one it has not got (schema_from.ServerSchema)
+        self.server = None
+        self._asked: set[tuple[str, str]] = set()
 
     @staticmethod
     def _k(db: str, name: str) -> tuple[str, str]:
         return db.lower(), name.lower()
 
     def get(self, db: str, name: str) -> Table | None:
-        return self.tables.get(self._k(db, name))
+        k = self._k(db, name)
+        t = self.tables.get(k)
+        if t is None and self.server is not None and k not in self.unknown and k not in self._asked:
+            t = self._from_server(db, name)
+        return t
+
+    def _from_server(self, db: str, name: str) -> Table | None:
+        """A table's definition from the server (--schema-from), once per table."""
+        k = self._k(db, name)
+        self._asked.add(k)
+        sql = self.server.create_table(db, name)
+        if sql is None:
+            self.unknown[k] = f"not on the server {self.server.shown} (dropped since?)"
+            return None
+        try:
+            t = parse_create_table(_strip_comments(sql), db)
+        except SchemaError as e:
+            t, why = None, f"the server's CREATE TABLE cannot be read: {e}"
+        else:
+            why = "the server's CREATE TABLE ... LIKE/SELECT names no columns"
+        if t is None:
+            self.unknown[k] = why
+            return None
+        t.origin = "server"
+        self.add(t)
+        return t
 
     def add(self, table: Table) -> None:
         self.tables[self._k(table.db, table.name)] = table
@@ -346,7 +375,8 @@ class Catalog:
             self.forget(db_, nb, self.unknown.pop(self._k(da, na)))
 
     def _alter(self, db: str, name: str, spec: str, default_db: str | None) -> None:
-        t = self.get(db, name)
+        # not from the server: its definition is already the altered one
+        t = self.tables.get(self._k(db, name))
         if t is None:
             return  # a table we never knew stays unknown
         for part in _split_top(spec):

@@ -7,6 +7,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from ..keys import KEY_TRACKERS, missing_keys, needs_keys, partial_message, unknown_message
 from ..profiles import Profile
 from ..progress import SubProgress, tick_of
 from ..schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler
@@ -80,6 +81,10 @@ def tracker_pass(trace, name: str, options: dict) -> tuple[str | None, dict | No
     """One annotation pass of a tracker: (why it cannot feed the trace, or None; how much
     parallelism it declares: the mean window (clock: sequence_number - last_committed - 1) or
     the mean commit-group size (groups), or None)."""
+    if name in KEY_TRACKERS:
+        missing = missing_keys(trace)
+        if missing.unknown:
+            return unknown_message(missing.unknown), None
     fast = _compiled_pass(trace, name, options)
     if fast is not None:
         return fast
@@ -302,14 +307,19 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                  applier_options: dict | None = None, bugs: frozenset = frozenset(),
                  whatif: bool = True, progress: Callable[[str], None] = lambda s: None,
                  wait_counts: Sequence[int] = WAIT_COUNTS, jobs: int = 1,
-                 whatif_sample: int | None = SAMPLE_DEFAULT) -> Report:
+                 whatif_sample: int | None = SAMPLE_DEFAULT, cluster: bool = False,
+                 schedulers_given: bool | None = None) -> Report:
     """`trace` has `.txns()`, `.count`, `.source` (commitsched.cli.TraceSource). `jobs` > 1:
     the independent work (the tracker passes, the scaling sweep's (scheduler, W) runs, then
     the runs of the schedule windows, the blame section and the what-ifs) runs in that many
     forked processes (scoring.fork_map); the report is the same, byte for byte. No run is made
     twice: what a later section needs of a run the sweep made is taken from the sweep.
     `whatif_sample`: above this many transactions the durability and commit wait what-ifs
-    simulate the middle this many (whatif.sample_window); 0 or None: the whole trace."""
+    simulate the middle this many (whatif.sample_window); 0 or None: the whole trace.
+    `schedulers_given`: whether the user named `schedulers` (default: whether there are any);
+    a list a MySQL version chose leaves out, and names, those the trace's keys cannot feed.
+    `cluster`: also the sustained throughput on certification-based clusters
+    (cluster_section.py; a few seconds of simulation)."""
     workers = sorted(set(workers))
     applier_options = dict(applier_options or {})
     names = list(dict.fromkeys(["serial", *(schedulers or DEFAULT_SCHEDULERS)]))
@@ -326,6 +336,13 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     passes.prefetch(wanted, jobs, tick_of(progress))
     if not schedulers:
         names, skipped = fitting(trace, names, tracker_options, passes)
+    missing = missing_keys(trace)
+    given = bool(schedulers) if schedulers_given is None else schedulers_given
+    if missing.unknown and not given:     # the optimistic appliers' conflicts too
+        for n in names:
+            if n != "serial" and needs_keys(n):
+                skipped[n] = unknown_message(missing.unknown)
+        names = [n for n in names if n not in skipped]
     progress("bounds")
     bounds = heuristic_bounds_by_w(trace, profile, workers)   # once, for both uses
     kept: dict = {}
@@ -357,6 +374,10 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
         "recommendation": rec, "server_default": default, "diagnosis": diagnosis,
         "tracker_shapes": shapes, "skipped": skipped,
     }
+    if missing:
+        data["keys"] = {"unknown": list(missing.unknown), "partial": list(missing.partial),
+                        "text": (unknown_message(missing.unknown) if missing.unknown
+                                 else partial_message(missing.partial))}
 
     picks = []
     if rec.get("best"):
@@ -374,6 +395,18 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     # pick, the blame, the what-ifs; then what needs their answers (the other window, at the
     # first one's seqs; the split what-if, of the blamed transactions). The longest first.
     tasks = Tasks()
+    # Keeping up first: the recommended configuration and the server default at the same
+    # workers (the schedule windows' picks), replayed as the trace arrived; its tasks are the
+    # longest (about ten replays each): added first, the what-ifs' single runs come last and
+    # even out the processes' ends, where a search left last could keep one process busy
+    # alone for its whole length
+    lag_picks = [(name, w) for name, w, _ in picks]
+    planned_lag = keeping_up.plan(tasks, trace, profile, lag_picks, workers,
+                                  tracker_options=tracker_options,
+                                  applier_options=applier_options, bugs=bugs,
+                                  sample=whatif_sample,
+                                  closed={key: m.makespan for key, (m, _) in kept.items()
+                                          if key[0] != "serial"}) if lag_picks else None
     blamed = picks[-1] if picks else None   # the server default when it differs from the best
     if blamed:
         name, w, _ = blamed
@@ -393,14 +426,13 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                           wait_counts=wait_counts, results=results, kept=kept, shape=passes,
                           sample=sample_window(trace, whatif_sample))
         whatifs.plan(tasks)
-    # Keeping up: the recommended configuration and the server default at the same workers
-    # (the schedule windows' picks), replayed as the trace arrived
-    lag_picks = [(name, w) for name, w, _ in picks]
-    planned_lag = keeping_up.plan(tasks, trace, profile, lag_picks, workers,
-                                  tracker_options=tracker_options,
-                                  applier_options=applier_options, bugs=bugs,
-                                  sample=whatif_sample) if lag_picks else None
+    if cluster:
+        from .cluster_section import cluster_section
+        tasks.add("cluster", "certification clusters",
+                  lambda: cluster_section(trace, profile, workers))
     done = tasks.run(jobs, progress, "windows, blame, what-ifs, keeping up")
+    if cluster:
+        data["cluster"] = done["cluster"]
 
     later = Tasks()
     runs = done["window"] if picks else []

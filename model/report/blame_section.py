@@ -4,6 +4,7 @@ whose runs the report makes as tasks of their own (`plan_split`)."""
 from __future__ import annotations
 
 from ..blame import blame_trace, headline_text, summary
+from ..keys import missing_keys, unknown_message
 from ..split import n_splittable, split_choices, split_point, split_rows
 from .stall import stall_data
 
@@ -17,6 +18,9 @@ def blame_section(trace, profile, scheduler: str, workers: int, *, tracker_optio
                   applier_options: dict, bugs=frozenset(), top: int = 10) -> tuple[dict, list]:
     """The section without its split what-if, and the blamed seqs, most blamed first (the
     order the split what-if takes them in)."""
+    missing = missing_keys(trace)
+    if missing.unknown:
+        return {"skipped": unknown_message(missing.unknown, "blame")}, []
     if trace.count > MAX_TRANSACTIONS:
         return {"skipped": f"the trace has {trace.count:,} transactions, more than the "
                            f"{MAX_TRANSACTIONS:,} this section takes (it keeps every run's "

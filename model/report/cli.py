@@ -78,7 +78,7 @@ def cmd_report(args) -> int:
     profile = _profile(args)
     bugs = _bugs(args)
     with opened("report", args.trace, schema=args.schema, skip_bad=args.skip_bad,
-                quiet=args.quiet) as inp:
+                quiet=args.quiet, schema_from=args.schema_from) as inp:
         return _report(args, inp, profile, bugs, started)
 
 
@@ -100,7 +100,9 @@ def _report(args, inp, profile, bugs, started: float) -> int:
                           tracker_options=lambda t: _tracker_options(args, t),
                           applier_options=_applier_options(args), bugs=bugs,
                           whatif=not args.no_whatif, progress=progress,
-                          jobs=default_jobs(args.jobs), whatif_sample=args.whatif_sample)
+                          jobs=default_jobs(args.jobs), whatif_sample=args.whatif_sample,
+                          cluster=args.certification,
+                          schedulers_given=bool(args.scheduler))
     if mysql is not None:
         report.data["mysql"] = dict(mysql.to_json(), origin=args.mysql_origin,
                                     text=mysql.describe())
@@ -176,6 +178,12 @@ def add_subcommands(sub, add_model_options) -> None:
                    help="transactions in the schedule window (default 40)")
     r.add_argument("--window-start", type=int, metavar="SEQ",
                    help="first seq of the window (default: where the pipeline stalls most)")
+    r.add_argument("--certification", action="store_true",
+                   help="add the section on certification-based clusters (Galera, Group "
+                        "Replication: both schedulers' speedups on the whole trace, and the "
+                        "sustained throughput by member count and durability; about 5 s of "
+                        "simulation, plus the whole-trace scoring, which grows with the trace: "
+                        "docs/certification.md)")
     r.add_argument("--no-whatif", action="store_true",
                    help="skip the what-if sweeps (durability, commit wait count)")
     r.add_argument("--whatif-sample", metavar="N",

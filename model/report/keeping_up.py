@@ -17,9 +17,12 @@ from .whatif import sample_window
 
 
 def plan(tasks: Tasks, trace, profile, picks: list[tuple[str, int]], workers, *,
-         tracker_options, applier_options, bugs, sample: int | None) -> dict | None:
+         tracker_options, applier_options, bugs, sample: int | None,
+         closed: dict | None = None) -> dict | None:
     """Add the section's runs to `tasks`; None (and nothing planned) with the reason when the
-    trace has no source commit times."""
+    trace has no source commit times. `closed`: the makespan of the sweep's run of (scheduler,
+    W) over the whole trace with the same options, which is the closed backlog a headroom
+    search starts from (`Replayer.closed_makespan`): taken, not run again."""
     try:
         times = source_times(trace.txns())
     except ReplayError as e:
@@ -36,13 +39,28 @@ def plan(tasks: Tasks, trace, profile, picks: list[tuple[str, int]], workers, *,
         tasks.add(("lag", name, w), f"lag {name} W={w}",
                   lambda name=name, w=w: _guard(lambda: lag_one(
                       trace.txns, times, name, w, profile, **opts(name))))
+    rows = []
     for name in dict.fromkeys(n for n, _ in picks):
         for w in ([1] if parse_scheduler(name).is_serial else workers):
+            rows.append((name, w))
+            if window is None and (name, w) in picks:
+                continue        # the same search as the lag task's (`lag_one`): taken from it
+            known = (closed or {}).get((name, w)) if window is None else None
             tasks.add(("headroom", name, w), f"headroom {name} W={w}",
-                      lambda name=name, w=w: _guard(lambda: Replayer(
-                          head_trace.txns, head_times, name, w, profile,
+                      lambda name=name, w=w, known=known: _guard(lambda: Replayer(
+                          head_trace.txns, head_times, name, w, profile, _closed=known,
                           **opts(name)).headroom()))
-    return {"times": times, "picks": picks, "sample": window}
+    return {"times": times, "picks": picks, "sample": window, "headroom_rows": rows}
+
+
+def _headroom_outcome(done: dict, name: str, w: int):
+    """The headroom search of (name, w): its own task's, or on the whole trace the pick's lag
+    task's, which made the very same replays (the closed run, two laps at today's pace, the
+    same bisection) and so the same figure."""
+    if ("headroom", name, w) in done:
+        return done[("headroom", name, w)]
+    kind, value = done[("lag", name, w)]
+    return (kind, (value["headroom"], value["headroom_is_bound"])) if kind == "ok" else (kind, value)
 
 
 def _guard(fn):
@@ -65,11 +83,8 @@ def assemble(planned: dict | None, done: dict) -> dict | None:
         kind, value = done[("lag", name, w)]
         out["configs"].append(value if kind == "ok" else
                               {"scheduler": name, "workers": w, "error": value})
-    for key, outcome in done.items():
-        # `done` holds every section's tasks (the blame's key is a string): only ours
-        if not (isinstance(key, tuple) and len(key) == 3 and key[0] == "headroom"):
-            continue
-        (_, name, w), (kind, value) = key, outcome
+    for name, w in planned["headroom_rows"]:
+        kind, value = _headroom_outcome(done, name, w)
         row = out["headroom"].setdefault(name, [])
         row.append({"workers": w, "headroom": round(value[0], 3), "is_bound": value[1]}
                    if kind == "ok" else {"workers": w, "error": value})

@@ -84,6 +84,7 @@ class _SeqRange:
 
     def __init__(self, lo: int, hi: int):
         self.lo, self.hi, self.sel = lo, hi, []
+        self.seq_range = (lo, hi)       # the compiled engine feeds only these (engine.feed)
 
     def __call__(self, run) -> None:
         if self.lo <= run.seq <= self.hi:

@@ -19,6 +19,7 @@ from itertools import islice
 from ..schedulers import parse_scheduler
 from ..scoring import same_one_thread_run
 from ..trackers import TrackerError, get_tracker
+from ..keys import missing_keys, unknown_message
 from .tasks import Tasks, point_result, run_point
 
 CLOCK_TRACKERS = ("commit_order", "writeset", "writeset_session")
@@ -97,6 +98,7 @@ class WhatIfs:
         is taken from the sweep (`results`, `kept`: the whole trace's), and `shape` is not
         used (the wait counts' group sizes are the window's)."""
         self.sample = sample
+        missing = missing_keys(trace)         # the whole trace's (worked out once per trace)
         if sample is not None:
             from .analysis import TrackerPasses
             trace, kept, shape = sample, {}, TrackerPasses(sample)
@@ -115,6 +117,9 @@ class WhatIfs:
         if profile.durability == "durable":
             self.chosen[f"{profile.name} (relaxed)"] = profile.with_durability("relaxed")
         self.base = tracker_options("slave_group_commit")
+        # the commit wait what-if regroups by lock conflicts: not without the keys
+        self.keys_unknown = (unknown_message(missing.unknown, "commit wait what-if")
+                             if missing.unknown else None)
 
     def _wait_options(self, count: int) -> dict:
         return {**self.base, "commit_wait_count": count}
@@ -163,7 +168,7 @@ class WhatIfs:
 
     def plan(self, tasks: Tasks) -> None:
         t, aopts, bugs = self.trace, self.applier_options, self.bugs
-        if self.mariadb:
+        if self.mariadb and not self.keys_unknown:
             for count in self.wait_counts:
                 if self._swept(count):
                     continue
@@ -193,7 +198,7 @@ class WhatIfs:
             tasks.add(("advice", name, wmax), f"{name} W={wmax}",
                       lambda name=name, topts=topts: run_point(t, name, wmax, self.profile,
                                                                topts, aopts, bugs))
-        if self.mariadb:
+        if self.mariadb and not self.keys_unknown:
             for count in self.wait_counts:
                 self.shape.plan(tasks, "slave_group_commit", self._wait_options(count))
 
@@ -237,7 +242,9 @@ class WhatIfs:
                             "makespan": r["makespan"], "serial_makespan": base_ms})
         out["durability"] = dur
         # MariaDB: regroup as an intermediate replica with binlog_commit_wait_count would.
-        if self.mariadb:
+        if self.mariadb and self.keys_unknown:
+            out["commit_wait"] = {"skipped": self.keys_unknown, "rows": []}
+        elif self.mariadb:
             rows = []
             for count in self.wait_counts:
                 shape = self.shape.get("slave_group_commit", self._wait_options(count), done)
@@ -253,6 +260,8 @@ class WhatIfs:
                                   "rows": rows}
         out["delay_advice"] = _delay_advice(results, out, self.workers[-1], self.threshold,
                                             self.mariadb, near=near, sample=out.get("sample"))
+        if self.mariadb and self.keys_unknown:
+            out["delay_advice"].append(f"Not answered: {self.keys_unknown}.")
         return out
 
 

@@ -47,6 +47,10 @@ SAMPLE_INTERVAL = 0.05
 TABLES, TABLE_SIZE, CLIENTS = 4, 10000, 16
 
 
+# how long past its --time a sysbench run may go before the run is called stuck
+SYSBENCH_GRACE_S = 120
+
+
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -77,19 +81,20 @@ def limit_cpu(pid: int, percent: int | None) -> None:
         f.write(str(pid))
 
 
-def move_io_thread(server) -> int | None:
+def move_io_thread(server, limited: bool) -> int | None:
     """The replica's IO thread (receiving the binlog, writing the relay log) to CPU 0 beside
-    the primary, out of the replica's CPU limit: the model prices the apply, not the receiving
-    (on a replica whose IO thread shares one slow core with the appliers, the apply slowed by a
-    quarter to a third while events arrived: docs/lag.md). Its thread id from
+    the primary (and, with a CPU limit, out of it): the model prices the apply, not the
+    receiving (on a replica whose IO thread shares one slow core with the appliers, the apply
+    slowed by a quarter to a third while events arrived: docs/lag.md). Its thread id from
     performance_schema.threads; None if not found."""
     rows = server.sql("SELECT THREAD_OS_ID FROM performance_schema.threads "
                       "WHERE NAME = 'thread/sql/slave_io'")
     if not rows or not rows[0] or rows[0][0] in ("", "NULL"):
         return None
     tid = int(rows[0][0])
-    with open("/sys/fs/cgroup/cpu/tasks", "w") as f:     # the root cpu cgroup: no limit
-        f.write(str(tid))
+    if limited:
+        with open("/sys/fs/cgroup/cpu/tasks", "w") as f:     # the root cpu cgroup: no limit
+            f.write(str(tid))
     subprocess.run(["taskset", "-p", "-c", str(PRIMARY_CPU), str(tid)], check=True,
                    capture_output=True)
     return tid
@@ -105,14 +110,17 @@ def release_cpu_limit() -> None:
 # A run: (name, durability, mode, threads, rate, seconds, stop_at, stop_for, clients)
 def parse_run(text: str) -> dict:
     """`durable-conservative-4@400x60+stop20:15` (clients 16) or with `/c1` for one client;
-    `+cal` after the stop: the stop is `commitsched calibrate --probe`'s (the calibrating run)."""
+    `+cal` after the stop: the stop is `commitsched calibrate --probe`'s (the calibrating run);
+    `#N` at the end: the Nth repeat of the same run (its folder gets `_rN`)."""
+    text, _, repeat = text.partition("#")
     text, cal = (text[:-4], True) if text.endswith("+cal") else (text, False)
     spec, _, clients = text.partition("/c")
     head, _, stop = spec.partition("+stop")
     cfg, _, load = head.partition("@")
     durability, mode, threads = cfg.split("-")
     rate, _, seconds = load.partition("x")
-    run = {"name": text.replace("/", "_").replace("+", "_").replace("@", "_").replace(":", "_"),
+    name = text.replace("/", "_").replace("+", "_").replace("@", "_").replace(":", "_")
+    run = {"name": name + (f"_r{int(repeat)}" if repeat else ""),
            "durability": durability, "mode": mode, "threads": int(threads), "rate": int(rate),
            "seconds": int(seconds), "clients": int(clients) if clients else CLIENTS,
            "stop_at": None, "stop_for": None, "calibrate": cal}
@@ -127,9 +135,16 @@ def parse_run(text: str) -> dict:
 
 
 class Rig:
-    def __init__(self, root: str, port: int, cpu_percent: int | None):
+    def __init__(self, root: str, port: int, cpu_percent: int | None,
+                 replica_binlog: bool = False, primary_durability: str = "durable",
+                 lean_perf_schema: bool = False):
         self.tools = find_tools()
         self.cpu_percent = cpu_percent
+        # log_slave_updates (not dynamic: one setting for a whole campaign) and the primary's
+        # durability (a relaxed primary writes faster than a durable one)
+        self.replica_binlog = replica_binlog
+        self.primary_durability = primary_durability
+        self.lean_perf_schema = lean_perf_schema
         self.root = root
         p_port = free_port(port)
         r_port = free_port(p_port + 1)
@@ -153,7 +168,7 @@ class Rig:
         os.makedirs(P.workdir), os.makedirs(R.workdir)
         P.install()
         p_set = dict(BASE_SETTINGS, server_id="1", log_bin=os.path.join(P.datadir, "binlog"),
-                     gtid_strict_mode="ON", **SYNC_SETTINGS["durable"])
+                     gtid_strict_mode="ON", **SYNC_SETTINGS[self.primary_durability])
         P.start(p_set)
         pin(P.pid, PRIMARY_CPU)
         P.sql("CREATE DATABASE sbtest; CREATE USER 'sbtest'@'127.0.0.1' IDENTIFIED BY 'sbtest';"
@@ -170,12 +185,20 @@ class Rig:
                             "--no-data", "--databases", "sbtest"], stdout=f, check=True)
         R.install()
         r_set = dict(BASE_SETTINGS, server_id="2", log_bin=os.path.join(R.datadir, "binlog"),
-                     log_slave_updates="OFF", relay_log=os.path.join(R.datadir, "relay"),
+                     log_slave_updates="ON" if self.replica_binlog else "OFF",
+                     relay_log=os.path.join(R.datadir, "relay"),
                      skip_slave_start="ON", gtid_strict_mode="ON", performance_schema="ON",
                      # the workers' transaction counts that calibrate shows
                      performance_schema_instrument="transaction=ON",
                      slave_parallel_threads="0", **SYNC_SETTINGS["durable"])
         R.start(r_set)
+        if self.lean_perf_schema:
+            # only what finds the IO thread (performance_schema.threads): every other
+            # instrument and consumer off, as on the calibration rig's replica (P_S off)
+            R.sql("UPDATE performance_schema.setup_instruments SET ENABLED='NO', TIMED='NO' "
+                  "WHERE NAME NOT LIKE 'thread/%'; UPDATE performance_schema.setup_consumers "
+                  "SET ENABLED='NO' WHERE NAME NOT IN ('global_instrumentation', "
+                  "'thread_instrumentation')")
         pin(R.pid, REPLICA_CPU)
         limit_cpu(R.pid, self.cpu_percent)
         R.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={P.port}, "
@@ -184,7 +207,9 @@ class Rig:
         self.wait_caught_up(600)
         self.version = P.sql("SELECT VERSION()")[0][0]
         return {"version": self.version, "primary_settings": p_set, "replica_settings": r_set,
-                "replica_cpu_percent_of_one_core": self.cpu_percent}
+                "replica_cpu_percent_of_one_core": self.cpu_percent,
+                "replica_io_thread_cpu": PRIMARY_CPU,
+                "replica_perf_schema": "threads only" if self.lean_perf_schema else "on"}
 
     def positions(self) -> tuple[int, int]:
         p = self.primary.sql("SELECT @@gtid_binlog_pos")[0][0]
@@ -213,7 +238,7 @@ class Rig:
         R.sql("; ".join(sets) + "; START SLAVE")
         time.sleep(0.5)
         pin(R.pid, REPLICA_CPU)            # the new worker threads too
-        if self.cpu_percent is not None and move_io_thread(R) is None:
+        if move_io_thread(R, self.cpu_percent is not None) is None:
             raise SystemExit("lag_check: the replica's IO thread was not found in "
                              "performance_schema.threads")
 
@@ -239,12 +264,20 @@ class Rig:
                 g = cur.fetchone()[0]
             return int(g.rsplit("-", 1)[1]) if g else 0
 
+        ticks = os.sysconf("SC_CLK_TCK")
+
+        def replica_cpu() -> float:
+            """The replica process's CPU seconds so far (user + system, every thread)."""
+            with open(f"/proc/{R.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / ticks
+
         def sampler():
             nxt = time.time()
             while not done.is_set():
                 t = time.time()
                 samples.append((t, seqno(pc, "SELECT @@gtid_binlog_pos"),
-                                seqno(rc, "SELECT @@gtid_slave_pos")))
+                                seqno(rc, "SELECT @@gtid_slave_pos"), replica_cpu()))
                 nxt += SAMPLE_INTERVAL
                 time.sleep(max(0.0, nxt - time.time()))
 
@@ -274,7 +307,18 @@ class Rig:
             time.sleep(max(0.0, events["stop"] + run["stop_for"] - time.time()))
             R.sql("START SLAVE SQL_THREAD")
             events["start"] = time.time()
-        sb_out, _ = sb.communicate()
+        try:
+            # a stuck primary (seen once: every client in its statement for minutes, nothing
+            # in the error log) ends the campaign in one line instead of hanging it
+            sb_out, _ = sb.communicate(timeout=run["seconds"] + SYSBENCH_GRACE_S)
+        except subprocess.TimeoutExpired:
+            sb.kill()
+            sb.communicate()
+            if cal is not None:
+                cal.kill()
+            raise SystemExit(f"lag_check: run {run['name']}: sysbench still running "
+                             f"{SYSBENCH_GRACE_S} s after its {run['seconds']} s; "
+                             "stopped the servers (the runs before it are kept)")
         self.sysbench = None
         if cal is not None:
             cal_out, _ = cal.communicate()
@@ -297,8 +341,8 @@ class Rig:
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "samples.csv"), "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["t", "primary_seq", "replica_seq"])
-            w.writerows((f"{t:.4f}", p, r) for t, p, r in samples)
+            w.writerow(["t", "primary_seq", "replica_seq", "replica_cpu_s"])
+            w.writerows((f"{t:.4f}", p, r, f"{c:.2f}") for t, p, r, c in samples)
         from commitsched.importers import import_binlog
         stats = import_binlog([os.path.join(P.datadir, binlog)],
                               os.path.join(out, "trace.jsonl.gz"), schema=[self.schema],
@@ -313,7 +357,9 @@ class Rig:
                                     for c in counters} for side in ("primary", "replica")},
                 "host": {"nproc": os.cpu_count(), "load": os.getloadavg()},
                 "pinned": {"primary_and_sysbench_cpu": PRIMARY_CPU, "replica_cpu": REPLICA_CPU},
-                "replica_cpu_percent_of_one_core": self.cpu_percent}
+                "replica_cpu_percent_of_one_core": self.cpu_percent,
+                "replica_log_slave_updates": self.replica_binlog,
+                "primary_durability": self.primary_durability}
         with open(os.path.join(out, "meta.json"), "w") as f:
             json.dump(meta, f, indent=1)
         return meta
@@ -333,7 +379,8 @@ def cmd_measure(a) -> int:
     runs = [parse_run(r) for r in a.runs.split(",")]
     root = tempfile.mkdtemp(prefix="lagcheck-", dir=a.workdir)
     os.chmod(root, 0o755)                        # the servers run as mysql
-    rig = Rig(root, a.port, a.cpu_percent)
+    rig = Rig(root, a.port, a.cpu_percent, a.replica_binlog, a.primary_durability,
+              a.lean_perf_schema)
     atexit.register(rig.stop)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.sched_setaffinity(0, {PRIMARY_CPU})        # the sampler beside the primary
@@ -369,6 +416,8 @@ def measured(run_dir: str) -> dict:
     t = np.asarray([float(r[0]) for r in rows])
     p = np.asarray([int(r[1]) for r in rows])
     r = np.asarray([int(r[2]) for r in rows])
+    # the replica process's CPU seconds (campaign C on): the samples' fourth column
+    cpu = np.asarray([float(x[3]) for x in rows]) if rows and len(rows[0]) > 3 else None
     txns = load_trace(os.path.join(run_dir, "trace.jsonl.gz")).txns
     numbers = np.asarray([int(x.gtid.rsplit("-", 1)[1]) for x in txns])
     ev = meta["events"]
@@ -381,6 +430,11 @@ def measured(run_dir: str) -> dict:
         out["drain_s"] = None if caught is None else caught - ev["start"]
         out["apply_rate_in_drain"] = (apply_rate(t, r, ev["start"], caught)
                                       if caught else None)
+        out["cpu_us_per_txn_in_drain"] = None
+        if caught and cpu is not None:
+            i, j = np.searchsorted(t, ev["start"]), np.searchsorted(t, caught) - 1
+            if j > i and r[j] > r[i]:
+                out["cpu_us_per_txn_in_drain"] = float(1e6 * (cpu[j] - cpu[i]) / (r[j] - r[i]))
         windows.append((ev["stop"], caught or t[-1]))
     out["max_lag_s"] = max_lag_outside(m, windows)
     end = int(np.searchsorted(t, ev["sysbench_end"])) - 1
@@ -439,9 +493,11 @@ def cmd_report(a) -> int:
                      "rate": run["rate"], "write_rate": round(w, 1), "stop_s": backlog,
                      "measured": {"keeps_up": m["keeps_up"], "max_lag_s": m["max_lag_s"],
                                   "drain_s": m.get("drain_s"),
-                                  "apply_rate_in_drain": m.get("apply_rate_in_drain")},
+                                  "apply_rate_in_drain": m.get("apply_rate_in_drain"),
+                                  "cpu_us_per_txn_in_drain": m.get("cpu_us_per_txn_in_drain")},
                      "model": {"keeps_up": pred["keeps_up"], "max_lag_s": pred["max_lag_s"],
-                               "drain_s": pred.get("drain_s"), "headroom": pred["headroom"]},
+                               "drain_s": pred.get("drain_s"), "headroom": pred["headroom"],
+                               "apply_rate": pred["apply_rate"]},
                      "line": line})
     summary = summarize(rows, a.material_lag)
     report = {"calibrating_run": cal, "base": base.name, "cpu_scale": result.cpu_scale,
@@ -536,6 +592,27 @@ def markdown(report: dict, material: float) -> str:
     lines.append(f"| keeps-up verdict right | {s['model']['keeps_up_right']} of "
                  f"{s['model']['keeps_up_runs']} | {s['line']['keeps_up_right']} of "
                  f"{s['line']['keeps_up_runs']} |")
+    return "\n".join(lines) + "\n" + apply_rates(report)
+
+
+def apply_rates(report: dict) -> str:
+    """Where the model goes wrong: each drain's measured apply rate (and the replica's CPU per
+    transaction, where sampled) beside the model's apply rate of the run's binlog as a closed
+    backlog and the straight line's one rate."""
+    rows = [r for r in report["rows"] if r["stop_s"] and r["measured"]["apply_rate_in_drain"]]
+    if not rows:
+        return ""
+    lines = ["", "| run | apply rate in the drain, measured (txn/s) | replica CPU per txn "
+                 "measured (µs) | model's apply rate (closed backlog) | straight line's |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        m = r["measured"]
+        meas, model = m["apply_rate_in_drain"], r["model"].get("apply_rate")
+        cpu = m.get("cpu_us_per_txn_in_drain")
+        lines.append(f"| {r['run']} | {meas:.0f} | {'-' if cpu is None else f'{cpu:.0f}'} | "
+                     + ("-" if model is None else f"{model:.0f}{_fmt_e(model, meas)}")
+                     + f" | {report['line_apply_rate']:.0f}"
+                     f"{_fmt_e(report['line_apply_rate'], meas)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -551,6 +628,15 @@ def main(argv=None) -> int:
     m.add_argument("--keep", action="store_true")
     m.add_argument("--cpu-percent", type=int, default=None,
                    help="limit the replica to this share of one core (a slower machine)")
+    m.add_argument("--replica-binlog", action="store_true",
+                   help="log_slave_updates=ON: the replica writes what it applies to its own "
+                        "binlog (a durable replica then syncs it at every group commit)")
+    m.add_argument("--primary-durability", choices=("durable", "relaxed"), default="durable",
+                   help="the primary's sync_binlog / innodb_flush_log_at_trx_commit (relaxed: "
+                        "the source writes faster)")
+    m.add_argument("--lean-perf-schema", action="store_true",
+                   help="the replica's performance_schema instruments off but its threads' (no "
+                        "per-worker counts for calibrate)")
     m.set_defaults(func=cmd_measure)
     r = sub.add_parser("report")
     r.add_argument("--out", required=True)

@@ -48,6 +48,15 @@ impl BlockDecoder {
     /// `-vv` prints it; ValueError names what could not be decoded.
     fn feed(&mut self, py: Python<'_>, data: &[u8]) -> PyResult<PyObject> {
         let out = PyList::empty_bound(py);
+        self.events(py, data, &out, false)?;
+        Ok(out.into_py(py))
+    }
+}
+
+impl BlockDecoder {
+    /// Reads the events of `data` into `out`; `inner`: the events of a compressed transaction
+    /// (Transaction_payload), which carry no checksum.
+    fn events(&mut self, py: Python<'_>, data: &[u8], out: &Bound<'_, PyList>, inner: bool) -> PyResult<()> {
         let mut at = 0usize;
         while at < data.len() {
             if data.len() - at < HEADER_LEN {
@@ -59,12 +68,31 @@ impl BlockDecoder {
             }
             let bytes = &data[at..at + size];
             at += size;
-            let fde = &self.fde;
+            let plain_fde;
+            let fde = if inner {
+                plain_fde = crate::compressed::without_checksums(&self.fde);
+                &plain_fde
+            } else {
+                &self.fde
+            };
             let ev = match catch_unwind(AssertUnwindSafe(|| Event::read(fde, bytes))) {
                 Ok(Ok(ev)) => ev,
                 Ok(Err(e)) => return Err(PyValueError::new_err(format!("corrupt event: {}", e))),
                 Err(_) => return Err(PyValueError::new_err("corrupt event")),
             };
+            if ev.header().event_type_raw() == 40 {
+                if inner {
+                    return Err(PyValueError::new_err("a compressed transaction inside another"));
+                }
+                let events = match ev.read_data() {
+                    Ok(Some(EventData::TransactionPayloadEvent(t))) => crate::compressed::payload_events(&t, &mut None),
+                    Ok(_) => Err("not a Transaction_payload event".to_string()),
+                    Err(e) => Err(format!("cannot decode event type 40: {}", e)),
+                }
+                .map_err(|why| PyValueError::new_err(format!("compressed transaction: {}", why)))?;
+                self.events(py, &events, out, true)?;
+                continue;
+            }
             let raw = ev.header().event_type_raw();
             let ev = match crate::compressed::plain_type(raw) {
                 Some(_) => crate::compressed::uncompress(&ev, &self.fde)
@@ -114,6 +142,6 @@ impl BlockDecoder {
                 Err(_) => return Err(PyValueError::new_err(format!("corrupt event of type {}", raw))),
             }
         }
-        Ok(out.into_py(py))
+        Ok(())
     }
 }

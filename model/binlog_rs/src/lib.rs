@@ -23,7 +23,7 @@ mod frame;
 mod txn;
 mod values;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -32,8 +32,8 @@ use std::sync::Arc;
 use mysql_common::binlog::consts::{BinlogChecksumAlg, BinlogVersion, EventType};
 use mysql_common::binlog::events::{
     AnonymousGtidEvent, DeleteRowsEvent, DeleteRowsEventV1, Event, EventData, FormatDescriptionEvent, GtidEvent,
-    PartialUpdateRowsEvent, QueryEvent, RowsEventData, TableMapEvent, UpdateRowsEvent, UpdateRowsEventV1,
-    WriteRowsEvent, WriteRowsEventV1, XidEvent,
+    PartialUpdateRowsEvent, QueryEvent, RowsEventData, TableMapEvent, TransactionPayloadEvent, UpdateRowsEvent,
+    UpdateRowsEventV1, WriteRowsEvent, WriteRowsEventV1, XidEvent,
 };
 use mysql_common::io::ParseBuf;
 use pyo3::create_exception;
@@ -66,6 +66,25 @@ const FL_WAITED: u8 = 16;
 const FL_DDL: u8 = 32;
 const FL_PREPARED_XA: u8 = 64;
 const FL_COMPLETED_XA: u8 = 128;
+
+/// An event the server may skip by its length when it does not know the type (log_event.h);
+/// MySQL sets it on Previous_gtids and Rows_query too, which this reader knows.
+const LOG_EVENT_IGNORABLE_F: u16 = 0x80;
+const TRANSACTION_PAYLOAD_EVENT: u8 = 40;
+/// MySQL 8.3+: a GTID with a tag, in its own serialization
+const GTID_TAGGED_LOG_EVENT: u8 = 42;
+
+/// Whether the event type is one MySQL (0-42) or MariaDB (160-171) writes, so that this
+/// reader knows what it does (even when that is nothing).
+fn known_type(raw: u8) -> bool {
+    raw <= GTID_TAGGED_LOG_EVENT || (MARIADB_ANNOTATE_ROWS_EVENT..=171).contains(&raw)
+}
+
+/// (major, minor) of a server version string ("8.0.32", "5.7.44-log", "10.11.6-MariaDB-log").
+fn major_minor(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
 
 // What hooks.statement() tells the reader to do (mirrored in binlog_binary.py).
 const A_IGNORE: u8 = 0;
@@ -158,6 +177,16 @@ struct TxnReader {
     mysql_gtids: u64,
     skipped: Vec<(u64, Option<String>, String, bool)>,
     batch: Batch,
+    /// tables whose row images lacked some key's columns (binlog_row_image=MINIMAL)
+    #[pyo3(get)]
+    keys_partial_tables: HashSet<String>,
+    /// events of types this reader does not know that carry LOG_EVENT_IGNORABLE_F: skipped
+    #[pyo3(get)]
+    ignorable_skipped: u64,
+    /// compressed transactions: one zstd context for all, and the file's format description
+    /// without checksums (the events inside carry none) with the one it was made from
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
+    inner_fde: Option<(Arc<FormatDescriptionEvent<'static>>, Arc<FormatDescriptionEvent<'static>>)>,
 }
 
 fn fatal_decode(pos: u64, raw: u8) -> impl Fn(io::Error) -> Halt {
@@ -260,6 +289,25 @@ impl TxnReader {
             c.events += 1;
             c.end_pos = Some(end);
         }
+        if !known_type(raw) {
+            // as the server reads it (Log_event::read_log_event): skipped by its length when
+            // marked ignorable, else the replica stops
+            if h.flags_raw() & LOG_EVENT_IGNORABLE_F != 0 {
+                self.ignorable_skipped += 1;
+                return Ok(());
+            }
+            return self.problem(
+                format!(
+                    "unknown event type {}: not one MySQL or MariaDB writes, and not marked ignorable \
+                     (LOG_EVENT_IGNORABLE_F), so a replica would stop here too",
+                    raw
+                ),
+                pos,
+            );
+        }
+        if raw == TRANSACTION_PAYLOAD_EVENT {
+            return self.payload(py, ev, pos, end, ts);
+        }
         if compressed::plain_type(raw).is_some() {
             // MariaDB's compressed Query / rows events: read as the plain event they hold
             let full = ev.event(&self.fde).map_err(fatal_decode(pos, raw))?;
@@ -269,6 +317,64 @@ impl TxnReader {
             };
         }
         self.dispatch(py, ev, pos, end, ts)
+    }
+
+    /// A MySQL compressed transaction (Transaction_payload, 8.0.20+): its events, compressed by
+    /// the source, uncompressed (`compressed::payload_events`) and read as plain ones, each
+    /// counted as an event of the transaction. Its problems are at the payload's position.
+    fn payload(&mut self, py: Python<'_>, ev: &Ev, pos: u64, end: u64, ts: u32) -> Step {
+        let tpe = frame::parse::<TransactionPayloadEvent>(&self.fde, ev.data)
+            .map_err(fatal_decode(pos, TRANSACTION_PAYLOAD_EVENT))?;
+        let data = match compressed::payload_events(&tpe, &mut self.zstd) {
+            Ok(d) => d,
+            Err(why) => return self.problem(format!("compressed transaction: {}", why), pos),
+        };
+        if self.inner_fde.as_ref().is_none_or(|(of, _)| !Arc::ptr_eq(of, &self.fde)) {
+            self.inner_fde = Some((self.fde.clone(), Arc::new(compressed::without_checksums(&self.fde))));
+        }
+        let inner_fde = self.inner_fde.as_ref().expect("made above").1.clone();
+        let inner_fde = &*inner_fde;
+        let mut at = 0;
+        while at < data.len() {
+            let owned;
+            // in place: the event types `dispatch` parses from their bytes alone; the others
+            // are read whole, with the format description that has no checksum
+            let fast = data.get(at + 4).is_some_and(|&t| matches!(t, 16 | 19 | 23 | 24 | 25 | 30 | 31 | 32 | 39));
+            let inner = match frame::frame(&data[at..], inner_fde).filter(|_| fast) {
+                Some((ev, size)) => {
+                    at += size;
+                    ev
+                }
+                None => {
+                    owned = match compressed::inner_event(inner_fde, &data, at) {
+                        Ok(e) => e,
+                        Err(why) => return self.problem(format!("compressed transaction: {}", why), pos),
+                    };
+                    at += owned.header().event_size() as usize;
+                    Ev::of(&owned)
+                }
+            };
+            let h = inner.h;
+            let raw = h.event_type_raw();
+            if let Some(c) = self.cur.as_mut() {
+                c.events += 1;
+            }
+            if raw == TRANSACTION_PAYLOAD_EVENT || raw == EventType::FORMAT_DESCRIPTION_EVENT as u8 {
+                return self.problem(format!("compressed transaction: an event of type {} inside it", raw), pos);
+            }
+            if !known_type(raw) {
+                if h.flags_raw() & LOG_EVENT_IGNORABLE_F != 0 {
+                    self.ignorable_skipped += 1;
+                    continue;
+                }
+                return self.problem(
+                    format!("compressed transaction: unknown event type {} inside it, not marked ignorable", raw),
+                    pos,
+                );
+            }
+            self.dispatch(py, &inner, pos, end, ts)?;
+        }
+        Ok(())
     }
 
     fn dispatch(&mut self, py: Python<'_>, ev: &Ev, pos: u64, end: u64, ts: u32) -> Step {
@@ -289,6 +395,19 @@ impl TxnReader {
         match data {
             Some(EventData::FormatDescriptionEvent(f)) => {
                 let version = f.server_version().trim_end_matches('\0').to_string();
+                if let Some((major, minor)) = major_minor(&version) {
+                    if !version.to_ascii_lowercase().contains("mariadb") && (major, minor) < (5, 7) {
+                        return Err(Halt::Fatal(
+                            pos,
+                            format!(
+                                "a MySQL {} binlog: MySQL before 5.7 writes no logical clock \
+                                 (last_committed / sequence_number), which this reader needs; it \
+                                 reads MySQL 5.7, 8.x, 9.x and MariaDB 10+ binlogs",
+                                version
+                            ),
+                        ));
+                    }
+                }
                 self.fde = Arc::new(f.into_owned());
                 if self.rotated {
                     self.rotated = false;
@@ -316,8 +435,12 @@ impl TxnReader {
             Some(EventData::IncidentEvent(_)) => {
                 self.problem("Incident event: the source marked a gap in its binlog", pos)
             }
-            Some(EventData::TransactionPayloadEvent(_)) => self.problem(
-                format!("event type {} (a MySQL compressed transaction) is not read yet by the binary reader", raw),
+            Some(EventData::TransactionPayloadEvent(_)) => {
+                self.problem("a compressed transaction (Transaction_payload) inside another", pos)
+            }
+            None if raw == GTID_TAGGED_LOG_EVENT => self.problem(
+                "a tagged GTID event (type 42, MySQL 8.3+ `GTID_NEXT='AUTOMATIC:tag'`) is not read \
+                 yet: its transaction's clock is in it",
                 pos,
             ),
             _ => Ok(()),
@@ -389,8 +512,20 @@ impl TxnReader {
     fn mysql_gtid(&mut self, g: &GtidEvent, anonymous: bool, pos: u64, end: u64, ts: u32) -> Step {
         self.mysql_gtids += 1;
         let (lc, sn) = (g.last_committed(), g.sequence_number());
-        if lc >= sn {
-            self.problem(format!("last_committed {} is not below sequence_number {}", lc, sn), pos)?;
+        let bad = if g.lc_typecode().is_none() {
+            // MySQL 5.6's layout (and 5.7 before 5.7.6): the event ends after the GTID
+            Some(format!(
+                "GTID event without a logical clock (last_committed / sequence_number: MySQL 5.7.6+), \
+                 written by MySQL {}",
+                self.server_version.as_deref().unwrap_or("before 5.7.6")
+            ))
+        } else if lc >= sn {
+            Some(format!("last_committed {} is not below sequence_number {}", lc, sn))
+        } else {
+            None
+        };
+        if let Some(why) = bad {
+            self.problem(why, pos)?;
             if self.cur.is_none() {
                 let mut o = Open::new(pos, self.file);
                 o.bad = Some((pos, "bad GTID event".into()));
@@ -531,10 +666,11 @@ impl TxnReader {
             }
         }
         let k = (table.db.clone(), table.name.clone());
+        let mapped = table.tme.columns_count();
         let plan = match self.plans.get(&k) {
             Some(p) => p.clone(),
             None => {
-                let r = self.hooks.call_method1(py, "plan", (&k.0, &k.1))?;
+                let r = self.hooks.call_method1(py, "plan", (&k.0, &k.1, mapped))?;
                 let (steps, known, has_pk, fk_parent, ncols): KeyPlan =
                     r.extract(py)?;
                 let wanted = steps.as_ref().map(|s| {
@@ -547,6 +683,8 @@ impl TxnReader {
                     }
                     w
                 });
+                // a table without a definition has no key columns: none of its values printed
+                let wanted = if known { wanted } else { Some(vec![]) };
                 let p = Arc::new(Plan { db: k.0.clone(), name: k.1.clone(), known, steps, has_pk, fk_parent, ncols, wanted });
                 self.plans.insert(k, p.clone());
                 p
@@ -587,21 +725,27 @@ impl TxnReader {
         let table = &self.tables[&id];
         let images = decode_rows(&r, &table.tme, &table.cols, plan.wanted.as_deref(), ev.data.len() + 1)
             .map_err(|why| Halt::Fatal(pos, why))?;
+        let table_name = || format!("{}.{}", plan.db, plan.name);
         for (b, a) in images {
             let cur = self.cur.as_mut().expect("an open transaction");
             cur.rows += 1;
             if cur.bad.is_some() {
                 continue;
             }
+            if !plan.known {
+                // no definition: the trace names the table instead of its keys
+                cur.mark(table_name(), true);
+                continue;
+            }
             let made = match kind {
-                b'U' => match (self.keys(py, &plan, b.as_ref())?, self.keys(py, &plan, a.as_ref())?) {
-                    (Ok(bk), Ok(ak)) => Ok((bk, ak)),
+                b'U' => match (self.keys(py, &plan, b.as_ref(), None)?, self.keys(py, &plan, a.as_ref(), b.as_ref())?) {
+                    (Ok(bk), Ok(ak)) => Ok((bk.0, ak.0, [bk.1, ak.1].concat(), bk.2 || ak.2)),
                     (Err(e), _) | (_, Err(e)) => Err(e),
                 },
-                b'I' => self.keys(py, &plan, a.as_ref())?.map(|k| (vec![], k)),
-                _ => self.keys(py, &plan, b.as_ref())?.map(|k| (vec![], k)),
+                b'I' => self.keys(py, &plan, a.as_ref(), None)?.map(|k| (vec![], k.0, k.1, k.2)),
+                _ => self.keys(py, &plan, b.as_ref(), None)?.map(|k| (vec![], k.0, k.1, k.2)),
             };
-            let (bk, ak) = match made.and_then(|(bk, ak)| {
+            let (bk, ak, unknown, partial) = match made.and_then(|(bk, ak, unknown, partial)| {
                 match bk.iter().chain(ak.iter()).find(|k| k.contains(UNPRINTED)) {
                     Some(k) => {
                         let ty = k.split_once(UNPRINTED).map_or("", |x| x.1).split(',').next().unwrap_or("");
@@ -610,7 +754,7 @@ impl TxnReader {
                             plan.db, plan.name, ty
                         ))
                     }
-                    None => Ok((bk, ak)),
+                    None => Ok((bk, ak, unknown, partial)),
                 }
             }) {
                 Ok(k) => k,
@@ -626,14 +770,31 @@ impl TxnReader {
             if plan.fk_parent {
                 cur.fk_parent = true;
             }
+            for t in unknown {
+                cur.mark(t, true);
+            }
+            if partial {
+                let t = table_name();
+                self.keys_partial_tables.insert(t.clone());
+                cur.mark(t, false);
+            }
             cur.add_keys(bk, ak);
         }
         Ok(())
     }
 
-    /// One row image's keys (binlog_text.Reader._row_keys), or the reason there are none
-    /// (its ValueError's text).
-    fn keys(&self, py: Python<'_>, plan: &Plan, img: Option<&Image>) -> PyResult<Result<Vec<String>, String>> {
+    /// One row image's keys (binlog_text.Reader._row_keys): (keys, tables whose keys are
+    /// unknown, whether some key's columns were missing), or the reason there are none (its
+    /// ValueError's text). `before`: an UPDATE's before image, for its after image's columns
+    /// that a MINIMAL image leaves out.
+    #[allow(clippy::type_complexity)]
+    fn keys(
+        &self,
+        py: Python<'_>,
+        plan: &Plan,
+        img: Option<&Image>,
+        before: Option<&Image>,
+    ) -> PyResult<Result<(Vec<String>, Vec<String>, bool), String>> {
         let img = match img {
             Some(i) => i,
             None => return Ok(Err(format!("rows event of {}.{} without its row image", plan.db, plan.name))),
@@ -656,7 +817,7 @@ impl TxnReader {
                                 key.push_str(text);
                             }
                             None => {
-                                complete = false; // Python's message names the column
+                                complete = false; // a MINIMAL image: Python's rules decide
                                 break 'steps;
                             }
                         }
@@ -666,20 +827,25 @@ impl TxnReader {
                     }
                 }
                 if complete {
-                    return Ok(Ok(out));
+                    return Ok(Ok((out, vec![], false)));
                 }
             }
         }
-        // the importer's own code: foreign keys, unknown tables and columns, their messages
-        let image = PyDict::new_bound(py);
-        if img.top > plan.ncols {
-            image.set_item(img.top, ("", true))?;
-        } else {
-            for (p, text, null) in &img.vals {
-                image.set_item(*p, (text, *null))?;
+        // the importer's own code: foreign keys, MINIMAL images, unknown columns, their messages
+        let as_dict = |img: &Image| -> PyResult<Bound<'_, PyDict>> {
+            let image = PyDict::new_bound(py);
+            if img.top > plan.ncols {
+                image.set_item(img.top, ("", true))?;
+            } else {
+                for (p, text, null) in &img.vals {
+                    image.set_item(*p, (text, *null))?;
+                }
             }
-        }
-        match self.hooks.call_method1(py, "row_keys", (&plan.db, &plan.name, image)) {
+            Ok(image)
+        };
+        let image = as_dict(img)?;
+        let before = before.map(as_dict).transpose()?;
+        match self.hooks.call_method1(py, "row_keys", (&plan.db, &plan.name, image, before)) {
             Ok(keys) => Ok(Ok(keys.extract(py)?)),
             Err(e) if e.is_instance_of::<PyValueError>(py) => Ok(Err(e.value_bound(py).str()?.to_string())),
             Err(e) => Err(e),
@@ -848,6 +1014,10 @@ impl TxnReader {
             mysql_gtids: 0,
             skipped: Vec::new(),
             batch: Batch::default(),
+            keys_partial_tables: HashSet::new(),
+            ignorable_skipped: 0,
+            zstd: None,
+            inner_fde: None,
         })
     }
 
@@ -893,6 +1063,7 @@ fn commitsched_binlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     std::panic::set_hook(Box::new(|_| {}));
     m.add_class::<TxnReader>()?;
     m.add_class::<blocks::BlockDecoder>()?;
+    m.add_function(wrap_pyfunction!(compressed::zstd_compress, m)?)?;
     m.add("BinlogProblem", m.py().get_type_bound::<BinlogProblem>())?;
     Ok(())
 }

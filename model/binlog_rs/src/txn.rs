@@ -56,6 +56,10 @@ pub struct Open {
     pub end_pos: Option<u64>,
     pub length: Option<u64>,
     pub rows: u64,
+    /// tables whose rows gave no keys (definition unknown), and whose images lacked some key's
+    /// columns (binlog_row_image=MINIMAL): the trace's `keys_unknown` / `keys_partial`
+    pub keys_unknown: Vec<String>,
+    pub keys_partial: Vec<String>,
 }
 
 impl Open {
@@ -87,6 +91,14 @@ impl Open {
                     }
                 }
             }
+        }
+    }
+
+    /// Names a table among `keys_unknown` (unknown) or `keys_partial`, once.
+    pub fn mark(&mut self, table: String, unknown: bool) {
+        let list = if unknown { &mut self.keys_unknown } else { &mut self.keys_partial };
+        if !list.contains(&table) {
+            list.push(table);
         }
     }
 
@@ -203,6 +215,18 @@ impl Open {
         if self.hashes > self.writes.len() as u64 {
             o.push_str(",\"write_set_size\":");
             int(o, self.hashes);
+        }
+        for (field, tables) in [(",\"keys_unknown\":[", &self.keys_unknown), (",\"keys_partial\":[", &self.keys_partial)] {
+            if !tables.is_empty() {
+                o.push_str(field);
+                for (i, t) in tables.iter().enumerate() {
+                    if i > 0 {
+                        o.push(',');
+                    }
+                    json_str(o, t);
+                }
+                o.push(']');
+            }
         }
         o.push('}');
     }

@@ -84,8 +84,9 @@ fn quoted(out: &mut String, bytes: &[u8]) {
     out.push('\'');
 }
 
-/// Appends a column value as the printer shows it; returns whether it is NULL.
-pub fn print_value(out: &mut String, value: &BinlogValue, ty: ColumnType) -> bool {
+/// Appends a column value as the printer shows it; returns whether it is NULL. `meta`: the
+/// column's table-map metadata (the fractional digits of temporal types).
+pub fn print_value(out: &mut String, value: &BinlogValue, ty: ColumnType, meta: &[u8]) -> bool {
     use std::fmt::Write;
     match value {
         BinlogValue::Value(Value::NULL) => {
@@ -101,6 +102,7 @@ pub fn print_value(out: &mut String, value: &BinlogValue, ty: ColumnType) -> boo
                     return false;
                 }
             }
+            // ENUM: its index, as the printer shows it
             crate::txn::int(out, *i);
         }
         BinlogValue::Value(Value::UInt(u)) => {
@@ -122,16 +124,147 @@ pub fn print_value(out: &mut String, value: &BinlogValue, ty: ColumnType) -> boo
             | ColumnType::MYSQL_TYPE_TINY_BLOB
             | ColumnType::MYSQL_TYPE_MEDIUM_BLOB
             | ColumnType::MYSQL_TYPE_LONG_BLOB => quoted(out, b),
-            ColumnType::MYSQL_TYPE_NEWDECIMAL => out.push_str(&String::from_utf8_lossy(b)),
+            // decimal2string's digits; YEAR's four digits (1900 + the stored byte)
+            ColumnType::MYSQL_TYPE_NEWDECIMAL | ColumnType::MYSQL_TYPE_YEAR => {
+                out.push_str(&String::from_utf8_lossy(b))
+            }
+            // my_b_write_bit: every bit of the stored bytes, in their order, high bit first;
+            // BIT(n) without the unused high bits of its first byte
+            ColumnType::MYSQL_TYPE_BIT | ColumnType::MYSQL_TYPE_SET => {
+                let nbits = if ty == ColumnType::MYSQL_TYPE_BIT {
+                    (*meta.get(1).unwrap_or(&0) as usize) * 8 + *meta.first().unwrap_or(&0) as usize
+                } else {
+                    b.len() * 8
+                };
+                let skip = (b.len() * 8).saturating_sub(nbits);
+                out.push_str("b'");
+                for bit in skip..b.len() * 8 {
+                    out.push(if (b[bit / 8] >> (7 - bit % 8)) & 1 == 1 { '1' } else { '0' });
+                }
+                out.push('\'');
+            }
+            // seconds since the epoch (my_timeval_to_str): TIMESTAMP(n) with n digits
+            ColumnType::MYSQL_TYPE_TIMESTAMP2 => {
+                let text = String::from_utf8_lossy(b);
+                let (sec, usec) = text.split_once('.').unwrap_or((&text, "0"));
+                out.push_str(sec);
+                let usec: u32 = usec.parse().unwrap_or(0);
+                fraction(out, usec, meta.first().copied().unwrap_or(0));
+            }
             _ => {
                 let _ = write!(out, "{}{:?}", UNPRINTED, ty);
             }
         },
+        BinlogValue::Value(Value::Date(y, mo, d, h, mi, sec, us)) => {
+            if ty == ColumnType::MYSQL_TYPE_NEWDATE {
+                // sic: the printers separate a DATE's parts with colons
+                let _ = write!(out, "'{:04}:{:02}:{:02}'", y, mo, d);
+            } else {
+                let _ = write!(out, "'{:04}-{:02}-{:02} {:02}:{:02}:{:02}", y, mo, d, h, mi, sec);
+                if ty == ColumnType::MYSQL_TYPE_DATETIME2 {
+                    fraction(out, *us, meta.first().copied().unwrap_or(0));
+                }
+                out.push('\'');
+            }
+        }
+        BinlogValue::Value(Value::Time(neg, days, h, mi, sec, us)) => {
+            let hours = *days * 24 + *h as u32;
+            let _ = write!(out, "'{}{:02}:{:02}:{:02}", if *neg { "-" } else { "" }, hours, mi, sec);
+            if ty == ColumnType::MYSQL_TYPE_TIME2 {
+                fraction(out, *us, meta.first().copied().unwrap_or(0));
+            }
+            out.push('\'');
+        }
+        // FLOAT as printf's "%-20g" of its double, DOUBLE as "%-.20g" (the padding is the
+        // printer's column alignment: the text importer drops it)
+        BinlogValue::Value(Value::Float(f)) => c_g(out, *f as f64, 6),
+        BinlogValue::Value(Value::Double(f)) => c_g(out, *f, 20),
         _ => {
             let _ = write!(out, "{}{:?}", UNPRINTED, ty);
         }
     }
     false
+}
+
+/// A TIME(n) value (MYSQL_TYPE_TIME2) as the printers show it: '[-]HH:MM:SS[.fff]' (MySQL's
+/// my_time_packed_from_binary, TIME_from_longlong_time_packed and my_time_to_str).
+fn time2(buf: &mut ParseBuf<'_>, dec: u8) -> io::Result<String> {
+    const TIMEF_INT_OFS: i64 = 0x80_0000;
+    const TIMEF_OFS: i64 = 0x8000_0000_0000;
+    let frac_len = match dec {
+        1 | 2 => 1,
+        3 | 4 => 2,
+        5 | 6 => 3,
+        _ => 0,
+    };
+    let bytes: &[u8] = buf.parse(3 + frac_len)?;
+    let be = |b: &[u8]| b.iter().fold(0i64, |a, &x| (a << 8) | x as i64);
+    let make = |int: i64, frac: i64| ((int as u64) << 24) as i64 + frac;
+    let packed = match frac_len {
+        0 => make(be(&bytes[..3]) - TIMEF_INT_OFS, 0),
+        3 => be(bytes) - TIMEF_OFS,
+        n => {
+            let (mut int, mut frac) = (be(&bytes[..3]) - TIMEF_INT_OFS, be(&bytes[3..]));
+            if int < 0 && frac != 0 {
+                int += 1; // the fraction borrows from the next whole second
+                frac -= 1 << (8 * n);
+            }
+            make(int, frac * if n == 1 { 10_000 } else { 100 })
+        }
+    };
+    let (neg, t) = if packed < 0 { (true, -packed) } else { (false, packed) };
+    let hms = t >> 24;
+    let mut out = format!(
+        "'{}{:02}:{:02}:{:02}",
+        if neg { "-" } else { "" },
+        (hms >> 12) % (1 << 10),
+        (hms >> 6) % (1 << 6),
+        hms % (1 << 6)
+    );
+    fraction(&mut out, (t % (1 << 24)) as u32, dec);
+    out.push('\'');
+    Ok(out)
+}
+
+/// ".ddd": the first `digits` (0-6) of a value's microseconds, as the printers write a
+/// temporal value with fractional seconds; nothing for none.
+fn fraction(out: &mut String, usec: u32, digits: u8) {
+    use std::fmt::Write;
+    if (1..=6).contains(&digits) {
+        let d = digits as u32;
+        let _ = write!(out, ".{:0width$}", usec / 10u32.pow(6 - d), width = d as usize);
+    }
+}
+
+/// C's printf("%.{precision}g", x): `precision` significant digits, trailing zeros dropped,
+/// exponent form (e+NN) when the exponent is below -4 or not below the precision.
+pub fn c_g(out: &mut String, x: f64, precision: usize) {
+    use std::fmt::Write;
+    if !x.is_finite() {
+        out.push_str(if x.is_nan() { "nan" } else if x > 0.0 { "inf" } else { "-inf" });
+        return;
+    }
+    if x == 0.0 {
+        out.push_str(if x.is_sign_negative() { "-0" } else { "0" });
+        return;
+    }
+    // the digits rounded to the precision, and the exponent they give (it may move: 9.99 -> 10)
+    let e = format!("{:.*e}", precision - 1, x);
+    let (mant, exp) = e.split_once('e').expect("an exponent");
+    let exp: i32 = exp.parse().expect("an integer exponent");
+    let trim = |m: &str| -> String {
+        if m.contains('.') {
+            m.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            m.to_string()
+        }
+    };
+    if exp < -4 || exp >= precision as i32 {
+        let _ = write!(out, "{}e{}{:02}", trim(mant), if exp < 0 { '-' } else { '+' }, exp.abs());
+    } else {
+        let decimals = (precision as i32 - 1 - exp).max(0) as usize;
+        out.push_str(&trim(&format!("{:.*}", decimals, x)));
+    }
 }
 
 /// The bytes after a value of a type whose size the metadata and a length prefix give, or None
@@ -148,6 +281,10 @@ fn skip_value<'a>(buf: &'a [u8], ty: ColumnType, meta: &[u8]) -> Option<&'a [u8]
         MYSQL_TYPE_TINY | MYSQL_TYPE_YEAR => (0, 1),
         MYSQL_TYPE_SHORT => (0, 2),
         MYSQL_TYPE_INT24 | MYSQL_TYPE_TIME | MYSQL_TYPE_NEWDATE => (0, 3),
+        // 3 bytes and (digits + 1) / 2 of fraction; 5 (4) and the same
+        MYSQL_TYPE_TIME2 => (0, 3 + (*meta.first()? as usize).div_ceil(2)),
+        MYSQL_TYPE_DATETIME2 => (0, 5 + (*meta.first()? as usize).div_ceil(2)),
+        MYSQL_TYPE_TIMESTAMP2 => (0, 4 + (*meta.first()? as usize).div_ceil(2)),
         MYSQL_TYPE_LONG | MYSQL_TYPE_FLOAT | MYSQL_TYPE_TIMESTAMP => (0, 4),
         MYSQL_TYPE_LONGLONG | MYSQL_TYPE_DOUBLE | MYSQL_TYPE_DATETIME => (0, 8),
         MYSQL_TYPE_VARCHAR | MYSQL_TYPE_VAR_STRING => {
@@ -222,12 +359,20 @@ pub fn read_image<'a>(
                 continue;
             }
         }
+        if ty == ColumnType::MYSQL_TYPE_TIME2 {
+            // read here: mysql_common 0.35 misreads a negative TIME(1|2) with a fraction
+            let text = time2(buf, meta.first().copied().unwrap_or(0))?;
+            if want {
+                image.vals.push((i + 1, text, false));
+            }
+            continue;
+        }
         // unsigned or not, the printer shows a negative reading with its unsigned one, so
         // the signed reading is all that is needed (and MEDIUMINT prints as the printer's)
         let value: BinlogValue<'_> = buf.parse((ty, meta, false, false))?;
         if want {
             let mut text = String::new();
-            let null = print_value(&mut text, &value, ty);
+            let null = print_value(&mut text, &value, ty, meta);
             image.vals.push((i + 1, text, null));
         }
     }
@@ -244,8 +389,9 @@ pub fn image_of_row(row: &BinlogRow, present: &[usize], cols: &Columns, wanted: 
         }
         if let Some(v) = row.as_ref(k) {
             let ty = cols.types.get(col).copied().flatten().unwrap_or(ColumnType::MYSQL_TYPE_NULL);
+            let meta: &[u8] = cols.meta.get(col).map_or(&[], |m| &m[..]);
             let mut text = String::new();
-            let null = print_value(&mut text, v, ty);
+            let null = print_value(&mut text, v, ty, meta);
             image.vals.push((col + 1, text, null));
         }
     }

@@ -728,6 +728,10 @@ pub struct Sink {
     pub retries: u64,
     pub wasted: f64,
     pub schedule: Option<Schedule>,
+    /// Positions whose commit times are kept without the whole schedule (`watched`, NaN until
+    /// committed): an open replay's keeps-up test reads two (model/replay.py).
+    pub watch: Vec<usize>,
+    pub watched: Vec<f64>,
 }
 
 pub struct Schedule {
@@ -763,7 +767,14 @@ impl Sink {
             } else {
                 None
             },
+            watch: Vec::new(),
+            watched: Vec::new(),
         }
+    }
+
+    pub fn set_watch(&mut self, watch: &[usize]) {
+        self.watch = watch.to_vec();
+        self.watched = vec![f64::NAN; watch.len()];
     }
 
     #[inline]
@@ -779,6 +790,11 @@ impl Sink {
         if run.retries > 0 {
             self.retries += run.retries as u64;
             self.wasted += run.wasted;
+        }
+        for (j, &i) in self.watch.iter().enumerate() {
+            if i == run.idx {
+                self.watched[j] = run.commit;
+            }
         }
         if let Some(s) = &mut self.schedule {
             let i = run.idx;

@@ -145,8 +145,10 @@ struct Outcome {
     blocked: [f64; N_CAUSES],
 }
 
-fn serial(c: &Cols, p: &Profile, workers: usize, arrival: Option<&[f64]>, schedule: bool) -> Outcome {
+fn serial(c: &Cols, p: &Profile, workers: usize, arrival: Option<&[f64]>, schedule: bool,
+          watch: &[usize]) -> Outcome {
     let mut sink = Sink::new(workers, c.n, schedule);
+    sink.set_watch(watch);
     let sync = p.group_sync();
     let mut t = 0.0f64;
     for i in 0..c.n {
@@ -172,17 +174,18 @@ fn serial(c: &Cols, p: &Profile, workers: usize, arrival: Option<&[f64]>, schedu
 
 #[allow(clippy::too_many_arguments)]
 fn run_core(c: &Cols, p: &Profile, tracker: Option<Kind>, applier: &str, workers: usize,
-            aopts: &AOpts, bugs: &[String], arrival: Option<&[f64]>, schedule: bool)
-            -> Result<Outcome, SimError> {
+            aopts: &AOpts, bugs: &[String], arrival: Option<&[f64]>, schedule: bool,
+            watch: &[usize]) -> Result<Outcome, SimError> {
     let has = |b: &str| bugs.iter().any(|x| x == b);
     let kind_is = tracker.as_ref().map(|k| matches!(k, Kind::Database));
     let tracker = match tracker {
-        None => return Ok(serial(c, p, workers, arrival, schedule)),
+        None => return Ok(serial(c, p, workers, arrival, schedule, watch)),
         Some(k) => Tracker::new(c, k),
     };
     if applier == "mysql" && matches!(kind_is, Some(true)) {
         let mut sim = database::Database::new(c, p, tracker, workers, aopts.checkpoint_group,
                                               arrival, schedule);
+        sim.sink.set_watch(watch);
         sim.run()?;
         let blocked = sim.blocked();
         return Ok(Outcome { sink: sim.sink, blocked });
@@ -193,6 +196,7 @@ fn run_core(c: &Cols, p: &Profile, tracker: Option<Kind>, applier: &str, workers
             mysql::Bugs { off_by_one: has("lwm_off_by_one"), not_prefix: has("lwm_not_prefix"),
                           rotation_ignored: has("rotation_ignored") },
             has("commit_order_unenforced"), arrival, schedule);
+        sim.sink.set_watch(watch);
         sim.run()?;
         let blocked = sim.blocked();
         return Ok(Outcome { sink: sim.sink, blocked });
@@ -206,6 +210,7 @@ fn run_core(c: &Cols, p: &Profile, tracker: Option<Kind>, applier: &str, workers
     let mut sim = mariadb::Mariadb::new(c, p, tracker, workers, level, aopts.max_queued,
                                         has("gco_start_on_exec"), has("optimistic_no_kill"),
                                         arrival, schedule);
+    sim.sink.set_watch(watch);
     sim.run()?;
     let blocked = sim.blocked();
     Ok(Outcome { sink: sim.sink, blocked })
@@ -287,17 +292,22 @@ impl Buffers {
 /// array), or None. Returns a dict: count, busy, held, transactions, makespan, retries,
 /// wasted, blocked (by cause), and with `schedule` the per-transaction arrays (bytes of f64:
 /// dispatch, start, exec_end, commit; of i32: worker numbered from 1; of u32: retries).
+/// `watch`: positions whose commit times come back as `watched` (NaN: never committed), without
+/// the whole schedule.
 #[pyfunction]
 #[pyo3(signature = (cols, n, seq0, tracker, tracker_options, applier, workers, profile,
-                    applier_options, bugs, arrival=None, schedule=false))]
+                    applier_options, bugs, arrival=None, schedule=false, watch=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64,
                  tracker: Option<&str>, tracker_options: &Bound<'py, PyDict>, applier: &str,
                  workers: usize, profile: &Bound<'py, PyDict>, applier_options: &Bound<'py, PyDict>,
-                 bugs: Vec<String>, arrival: Option<&Bound<'py, PyAny>>, schedule: bool)
-                 -> PyResult<Bound<'py, PyDict>> {
+                 bugs: Vec<String>, arrival: Option<&Bound<'py, PyAny>>, schedule: bool,
+                 watch: Vec<usize>) -> PyResult<Bound<'py, PyDict>> {
     if workers < 1 {
         return Err(PyValueError::new_err("workers must be at least 1"));
+    }
+    if watch.iter().any(|&i| i >= n) {
+        return Err(PyValueError::new_err("a watched position is past the trace"));
     }
     let buffers = Buffers::of(cols)?;
     let c = buffers.cols(n, seq0)?;
@@ -318,7 +328,7 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
     };
     let result = py.allow_threads(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_core(&c, &p, kind, applier, workers, &aopts, &bugs, arrival_s, schedule)
+            run_core(&c, &p, kind, applier, workers, &aopts, &bugs, arrival_s, schedule, &watch)
         }))
     });
     let out = match result {
@@ -342,6 +352,7 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
         blocked.set_item(*k, *v)?;
     }
     d.set_item("blocked", blocked)?;
+    d.set_item("watched", PyList::new_bound(py, &s.watched))?;
     if let Some(sc) = &s.schedule {
         d.set_item("dep_a", bytes_of(py, &sc.dep_a))?;
         d.set_item("dep_b", bytes_of(py, &sc.dep_b))?;
@@ -507,6 +518,8 @@ impl ColumnLoader {
         d.set_item("s_off", bytes_of(py, &std::mem::take(&mut l.s_off)))?;
         d.set_item("s_ids", bytes_of(py, &std::mem::take(&mut l.s_ids)))?;
         d.set_item("replica_locks", l.replica_locks)?;
+        d.set_item("keys_unknown", l.keys_unknown)?;
+        d.set_item("marked", l.marked)?;
         d.set_item("keys", PyList::new_bound(py, &l.keys))?;
         let mut schemas = vec![String::new(); l.schema_ids.len()];
         for (name, &id) in &l.schema_ids {

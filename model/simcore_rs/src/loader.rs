@@ -97,6 +97,11 @@ struct Line<'a> {
     write_set_size: Option<i64>,
     #[serde(default, borrow)]
     replica_locks: Vec<Cow<'a, str>>,
+    // trace format version 2: tables whose keys the import could not make (db.table)
+    #[serde(default, borrow)]
+    keys_unknown: Option<Vec<Cow<'a, str>>>,
+    #[serde(default, borrow)]
+    keys_partial: Option<Vec<Cow<'a, str>>>,
 }
 
 #[derive(Default)]
@@ -117,6 +122,12 @@ pub struct Loader {
     pub s_off: Vec<i64>,
     pub s_ids: Vec<u32>,
     pub replica_locks: bool,
+    /// whether a transaction names tables whose keys are unknown (model/keys.py): a run that
+    /// needs keys is then the reference's, whose guard names them
+    pub keys_unknown: bool,
+    /// whether a transaction has a non-empty keys_unknown or keys_partial: version 2's fields,
+    /// which a version 1 header refuses (model/trace.py `_OrderCheck`; the Python loader says so)
+    pub marked: bool,
     pub keys: Vec<String>,
     key_ids: crate::core::FxMap<String, u32>,
     key_schema: Vec<u32>,
@@ -233,6 +244,11 @@ impl Loader {
                 return Err("write_set_size".into());
             }
         }
+        for tables in [&t.keys_unknown, &t.keys_partial].into_iter().flatten() {
+            if tables.iter().any(|x| !x.contains('.')) {
+                return Err("table name".into());
+            }
+        }
         let mut mask = 0u8;
         for f in &t.flags {
             mask |= match f.as_ref() {
@@ -305,8 +321,18 @@ impl Loader {
                         self.s_ids.push(s);
                     }
                 }
+                // the schemas of the tables whose keys are unknown are the transaction's too
+                // (Txn.schemas)
+                for table in t.keys_unknown.iter().flatten() {
+                    let s = self.schema_id(table.split('.').next().unwrap_or(""));
+                    if !self.s_ids[start..].contains(&s) {
+                        self.s_ids.push(s);
+                    }
+                }
             }
         }
+        self.keys_unknown |= t.keys_unknown.as_ref().is_some_and(|x| !x.is_empty());
+        self.marked |= self.keys_unknown || t.keys_partial.as_ref().is_some_and(|x| !x.is_empty());
         self.s_off.push(self.s_ids.len() as i64);
         self.replica_locks |= !t.replica_locks.is_empty();
         self.n += 1;
