@@ -6,10 +6,11 @@ the trivial baselines and one ablation row per apply-pipeline mechanism beside t
                                                        # folds) and the 2-core profiles, then report
 
 Two machines:
-- `replica16` (traces/calibration/replica16/, from shared/replica16): a training set: the profile
-  is fitted on every run there. Its honest check is the cross-validation column: the pipeline
-  terms fitted on one workload predict the other (whose serial apply rate is given, since one
-  workload cannot separate the per-transaction and per-event execution costs).
+- `replica16` (traces/calibration/replica16/, from shared/replica16): a training set: the profile's
+  pipeline terms are fitted on its durable runs (its relaxed parallel runs are held out by
+  durability). Its honest check is the cross-validation column: the pipeline terms fitted on one
+  workload predict the other (whose serial apply rate is given, since one workload cannot
+  separate the per-transaction and per-event execution costs).
 - the project's 2-core VM (traces/calibration/oltp_*): the profile is fitted from the serial and
   fit-only runs of each folder, the thread growth and wake-up latency transferred from
   replica16; none of the predicted configurations is used. And the same VM on workloads no fit
@@ -126,6 +127,20 @@ def best_w_check(rows: list[dict], key: str, group=("workload", "mode")) -> list
 R16_SETTINGS = ("durable", "relaxed")
 R16_SETTING_TEXT = {"durable": "sync_binlog=1, innodb_flush_log_at_trx_commit=1, 6 rounds",
                     "relaxed": "sync_binlog=0, innodb_flush_log_at_trx_commit=2, 3 rounds"}
+# The settings whose parallel runs the searches fit (the full profile and every fold). Durable
+# only: a relaxed prediction is then the durable fit with the flush gone (its wait and its CPU,
+# `commit_cpu`, which the serial applies of both settings measure) and the relaxed serial rate
+# given, nothing searched on a relaxed parallel run. Searched on both settings as well, the
+# folds held out worse at both (2026-11-27, docs/calibration.md: the relaxed runs' 3 rounds).
+R16_SEARCHED = ("durable",)
+R16_TABLE_ROLE = {"durable": "training set",
+                  "relaxed": "its parallel runs fitted on by nothing: held out by durability"}
+# The replica's serial stages, the hypothesis for where each workload stops scaling: the driver
+# (reads, parses and queues every event alone: `dispatch_cost`) and the in-order commit's
+# hand-off (`member_cost` + `wakeup`, one transaction after another). Their terms, taken out of
+# the folds' search for the held-out ablation (the worker's hand-off wait, tied to the driver's
+# pace, goes with them).
+DRIVER_TERMS = ("dispatch_event", "dispatch_thread")
 # The replica16 profile as shipped before the relaxed runs were measured (fitted on the durable
 # runs alone; a relaxed prediction dropped its redo flush): the relaxed table's "before" column
 R16_BEFORE = os.path.join(r16.FOLDER, "before_relaxed_runs.json")
@@ -153,13 +168,16 @@ def replica16_rows(fit_json: dict, full: bool = True, ablations: bool = True,
                    progress=print, durability: str = "durable") -> list[dict]:
     """Predicted against measured for the replica at one durability setting: the fitted profile
     (one for both settings, `Profile.with_durability`), the cross-validation folds (each fitted
-    on the other workload's runs at both settings; the predicted workload's serial apply at this
-    setting given), the baselines and one ablation row per mechanism."""
+    on the other workload's runs (`R16_SEARCHED`); the predicted workload's serial apply at this
+    setting given), the same folds refitted without the driver's terms (`cv_without_driver`, when
+    the fit stored them), the baselines and one ablation row per mechanism."""
     meas = r16.measured(durability=durability)
     limit = None if full else 2000
     workloads = r16_workloads(limit)
     model = profile_from_dict(fit_json["profile"])
     folds = {w: profile_from_dict(p) for w, p in fit_json.get("cv", {}).items()}
+    no_driver = {w: profile_from_dict(p)
+                 for w, p in fit_json.get("cv_without_driver", {}).items()}
     previous = _previous_profile(cores=16, durability=durability)
     before = _before_profile() if durability == "relaxed" else None
     constant = statistics.median(m["median"] for m in meas.values())
@@ -185,6 +203,10 @@ def replica16_rows(fit_json: dict, full: bool = True, ablations: bool = True,
             # exceed it: the held-out prediction is then what the fold says)
             fold = folds[w].with_durability(durability)
             row["cv"] = fm.predict(given, fm.with_exec(fold, [given], clamp=True), mode, n)
+        if w in no_driver:
+            fold = no_driver[w].with_durability(durability)
+            row["cv_without_driver"] = fm.predict(given, fm.with_exec(fold, [given], clamp=True),
+                                                  mode, n)
         if ablations:
             for name, off in ABLATIONS.items():
                 if not ablation_applies(model, off):
@@ -406,11 +428,23 @@ def markdown(r16_rows: dict[str, list[dict]], two_rows: list[dict],
                        if any("before" in r for r in rows) else [])
         out += ([] if out[-1] == "" else [""]) + [
             f"## replica16: a real MariaDB 10.11 replica on 16 cores, {durability} "
-            f"({R16_SETTING_TEXT[durability]}; training set)", ""]
+            f"({R16_SETTING_TEXT[durability]}; {R16_TABLE_ROLE[durability]})", ""]
         out += _config_table(rows, ("workload", "mode"), mine)
         out += ["", _summary_table(rows, [(k, t) for k, t in mine]
+                                   + [("cv_without_driver", "model, other workload's fit "
+                                       "refitted without the driver's terms (CV)")]
                                    + [("without " + a, "model without " + a) for a in ABLATIONS]),
                 "", _best_w_lines(rows, ("workload", "mode"))]
+    if r16_rows and os.path.exists(R16_FIT):
+        with open(R16_FIT) as f:
+            ceiling = ceiling_table(r16_rows, json.load(f))
+        out += ["", "### replica16: where each workload stops scaling", "",
+                "Per durability, the fastest configuration's time per transaction (serial apply "
+                "/ speedup), measured and predicted, beside the replica's two serial stages at "
+                "that thread count as the profile and the held-out fold (fitted on the other "
+                "workload) have them: the driver (every event read, parsed and queued by one "
+                "thread) and the in-order commit's hand-off (its CPU and the successor's "
+                "wake-up). µs per transaction.", "", *ceiling]
     cols2 = [("model", "model"), ("constant", "baseline: constant"),
              ("previous", "baseline: previous model")]
     out += ["", "## The project's 2-core VM (predicted configurations never used in the fit)", ""]
@@ -532,6 +566,41 @@ def _relaxed_model(name: str):
     return at
 
 
+def ceiling_table(r16_rows: dict[str, list[dict]], fit_json: dict) -> list[str]:
+    """Where each replica16 workload stops scaling: per durability, its fastest configuration's
+    time per transaction (measured; the model's and the held-out fold's there), beside the
+    replica's two serial stages as the full profile and the fold (fitted on the other workload)
+    have them at that thread count: the driver (`dispatch_cost`, every event read, parsed and
+    queued by one thread) and the in-order commit's hand-off (`member_cost` + `wakeup`). µs."""
+    serial = {d: r16.serial_seconds(durability=d) for d in r16_rows}
+    model = profile_from_dict(fit_json["profile"])
+    folds = {w: profile_from_dict(p) for w, p in fit_json.get("cv", {}).items()}
+    events = {w.name: w.mean_events for w in r16_workloads(2000).values()}
+    n = {w: sum(1 for _ in r16.open_trace_lines(w)) for w in r16.WORKLOADS}
+    out = ["| workload | durability | fastest (measured) | measured µs/txn | model µs/txn | "
+           "held-out fold µs/txn | driver: model / fold | commit hand-off: model / fold |",
+           "|---|---|---|---|---|---|---|---|"]
+
+    def stages(p: Profile, w: str, threads: int) -> tuple[float, float]:
+        driver = p.dispatch + (p.dispatch_event + p.dispatch_thread * (threads - 1)) * events[w]
+        return driver, p.commit_serial + p.wakeup
+    for w in r16.WORKLOADS:
+        for d, rows in r16_rows.items():
+            best = max((r for r in rows if r["workload"] == w), key=lambda r: r["median"])
+            us = serial[d][w] * 1e6 / n[w]
+            m_driver, m_chain = stages(model, w, best["threads"])
+            f_driver, f_chain = (stages(folds[w], w, best["threads"]) if w in folds
+                                 else (math.nan, math.nan))
+            out.append(f"| {w} | {d} | {best['mode']} {best['threads']} | "
+                       f"{us / best['median']:.0f} | {us / best['model']:.0f} | "
+                       f"{us / best['cv']:.0f} | {m_driver:.0f} / {f_driver:.0f} | "
+                       f"{m_chain:.0f} / {f_chain:.0f} |" if best.get("cv") else
+                       f"| {w} | {d} | {best['mode']} {best['threads']} | "
+                       f"{us / best['median']:.0f} | {us / best['model']:.0f} | - | "
+                       f"{m_driver:.0f} / - | {m_chain:.0f} / - |")
+    return out
+
+
 def _config_table(rows, keys, cols) -> list[str]:
     """One line per configuration: its `keys`, W, the measured speedup, then each of `cols`."""
     head = " | ".join(keys) + " | W | measured median [min, max] | "
@@ -575,9 +644,10 @@ def _best_w_lines_for(rows, group, key) -> str:
 def fit_replica16(maxiter: int, limit: int | None, progress=print) -> dict:
     """The replica16 profile, one for both durability settings of the replica: the redo flush's
     wait and the CPU growth from the counters, the flush's CPU from the serial applies of both
-    settings, the pipeline terms from the timings of both workloads at both settings, and one
-    fold per workload for the cross-validation (each from its training workload's counters,
-    serial applies and timings only, at both settings)."""
+    settings, the pipeline terms from the timings of both workloads at the `R16_SEARCHED`
+    settings, and one fold per workload for the cross-validation (each from its training
+    workload's counters, serial applies and timings only), and each fold again without the
+    driver's terms (the held-out ablation of the driver's ceiling)."""
     meas = r16_measured()
     wls = list(r16_workloads(limit).values())
     events = {w.name: w.mean_events for w in wls}
@@ -595,27 +665,33 @@ def fit_replica16(maxiter: int, limit: int | None, progress=print) -> dict:
                        commit_grouped=True, shared_disk=True, log_replica_updates=False,
                        coordination_thread=round(growth["coordination_thread"], 4),
                        machine=r16.MACHINE)
-    configs = sorted(meas)
+    configs = [c for c in sorted(meas) if c[0] in R16_SEARCHED]
     # The worker's wait per event hand-off, tied to the driver's time per event by the ratio the
     # 2-core VM's one-thread runs measure (the only runs that show both; replica16 has none)
     handoff = calib_fit.handoff_ratio([os.path.join(CAL, name) for name in TWO_CORE])
     # three independent searches, one process each, all from the generic start: both workloads,
     # and one fold per held-out workload
     _SEARCHES[:] = [(base_from_counters(wls), wls, meas, configs, maxiter, fm.START,
-                     handoff["ratio"])]
-    for held in wls:
-        train = [w for w in wls if w is not held]
-        _SEARCHES.append((base_from_counters(train), train, meas,
-                          [c for c in configs if c[1] == train[0].name], maxiter, fm.COLD,
-                          handoff["ratio"]))
-    progress(f"replica16: {len(_SEARCHES)} searches (both workloads; one fold per workload), "
-             f"{len(configs)} configurations (durable and relaxed)")
-    with multiprocessing.get_context("fork").Pool(len(_SEARCHES)) as pool:
+                     handoff["ratio"], fm.TERMS)]
+    no_driver = tuple(t for t in fm.TERMS if t not in DRIVER_TERMS)
+    cold = dict(zip(fm.TERMS, fm.COLD))
+    for terms in (fm.TERMS, no_driver):
+        for held in wls:
+            train = [w for w in wls if w is not held]
+            _SEARCHES.append((base_from_counters(train), train, meas,
+                              [c for c in configs if c[1] == train[0].name], maxiter,
+                              tuple(cold[t] for t in terms), handoff["ratio"], terms))
+    progress(f"replica16: {len(_SEARCHES)} searches (both workloads; one fold per workload, "
+             f"with and without the driver's terms), {len(configs)} configurations "
+             f"({', '.join(R16_SEARCHED)})")
+    with multiprocessing.get_context("fork").Pool(min(len(_SEARCHES), os.cpu_count() or 1)) as pool:
         results = pool.map(_search, range(len(_SEARCHES)))
     (prof, loss), folds = results[0], results[1:]
-    cv = {held.name: fold for held, (fold, _) in zip(wls, folds)}
+    cv = {held.name: fold for held, (fold, _) in zip(wls, folds[:len(wls)])}
+    cv_no_driver = {held.name: fold for held, (fold, _) in zip(wls, folds[len(wls):])}
     wait = r16.serial_flush_wait()
-    return {"profile": prof, "loss": loss, "cv": cv, "cpu_growth": r16.cpu_growth(events),
+    return {"profile": prof, "loss": loss, "cv": cv, "cv_without_driver": cv_no_driver,
+            "cpu_growth": r16.cpu_growth(events),
             "flush": wait, "flush_cpu": fm.flush_cpu(wait["commit_default"], wls),
             "serial_us": {w.name: w.serial_us_by for w in wls},
             "handoff": handoff, "configs": len(configs), "fit_transactions": limit or "all"}
@@ -625,8 +701,8 @@ _SEARCHES: list = []          # filled before the fork; a worker runs one by ind
 
 
 def _search(i: int):
-    base, train, meas, configs, maxiter, start, handoff_ratio = _SEARCHES[i]
-    return fm.fit(base, train, meas, configs, maxiter=maxiter, start=start,
+    base, train, meas, configs, maxiter, start, handoff_ratio, terms = _SEARCHES[i]
+    return fm.fit(base, train, meas, configs, maxiter=maxiter, start=start, terms=terms,
                   handoff_ratio=handoff_ratio)
 
 
@@ -653,8 +729,9 @@ def cmd_fit(a) -> int:
     limit = 2000 if a.quick else None
     res = fit_replica16(a.maxiter, 2000 if a.fit_subset else limit)
     prof = res["profile"]
-    fitted_from = {t: "replica16 timings, both workloads, durable and relaxed, every "
-                      "configuration (training set)" for t in fm.TERMS}
+    fitted_from = {t: "replica16 timings, both workloads, every durable configuration "
+                      "(training set; the relaxed parallel runs are not fitted)"
+                   for t in fm.TERMS}
     wait = res["flush"]
     fitted_from.update(
         exec_default="the serial applies of both workloads at both durabilities (per "
@@ -696,11 +773,15 @@ def cmd_fit(a) -> int:
                    sync_cpu=prof.commit_cpu, calibrated=calibrated,
                    provenance=("fitted by traces/record/fidelity.py fit on every run of "
                                "shared/replica16 (MariaDB 10.11.19, 16 cores, 2 sysbench "
-                               "workloads; durable: 6 rounds x 9 configurations, relaxed: 3 "
-                               "rounds x 9; one profile for both settings); CPU growth from its "
-                               "CPU counters; docs/calibration.md"))
+                               "workloads; the pipeline terms on the durable runs, 6 rounds x 9 "
+                               "configurations; the execution and the flush's CPU from the "
+                               "serial applies of both settings; one profile for both "
+                               "settings); CPU growth from its CPU counters; "
+                               "docs/calibration.md"))
     fit_json = {"profile": _profile_json(prof), "cv": {w: _profile_json(p)
                                                         for w, p in res["cv"].items()},
+                "cv_without_driver": {w: _profile_json(p)
+                                      for w, p in res["cv_without_driver"].items()},
                 "loss_mean_abs_log_error": res["loss"], "cpu_growth": res["cpu_growth"],
                 "serial_flush_wait": res["flush"], "flush_cpu": res["flush_cpu"],
                 "serial_us_per_txn": res["serial_us"], "handoff_ratio": res["handoff"],
