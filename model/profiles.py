@@ -129,6 +129,9 @@ class Profile:
     # speedups: measured / predicted at the given quantiles (the report's band).
     machine: str = ""
     band: tuple = ()
+    # A profile calibrated at several durability settings: the band of each setting's residuals
+    # ({"durable": [lo, hi], "relaxed": [lo, hi]}); `with_durability` takes that setting's.
+    bands: dict = field(default_factory=dict)
     fitted_from: dict = field(default_factory=dict)
     # The replica settings its calibration measured, {"durability": [...], "cores": [...],
     # "log_replica_updates": [...]}: a prediction for another setting is the model's alone, and
@@ -191,8 +194,9 @@ class Profile:
         if durability == "durable":
             raise ProfileError(f"profile {self.name} describes a relaxed replica only: its sync "
                                "costs were not measured")
+        band = tuple(self.bands.get("relaxed", self.band))
         return replace(self, sync=0.0, sync_cpu=0.0, commit_default=0.0, commit_cpu=0.0,
-                       commit_grouped=False, durability="relaxed")
+                       commit_grouped=False, durability="relaxed", band=band)
 
     @property
     def group_sync(self) -> float:
