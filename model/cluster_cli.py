@@ -8,7 +8,7 @@ import itertools
 import json
 import sys
 
-DEFAULT_PROFILE = "galera-2core"
+DEFAULT_PROFILE = "galera-2core-unthrottled"
 
 
 def _ints(text: str) -> list[int]:

@@ -115,9 +115,9 @@ def add_subcommands(sub, add_model_options) -> None:
                         "flow control (the cluster simulator, docs/certification.md)")
     p.add_argument("--members", type=_positive_int, default=3, metavar="N",
                    help="with --system galera|group_replication: the cluster's size (default 3)")
-    p.add_argument("--cluster-profile", default="galera-2core", metavar="NAME",
+    p.add_argument("--cluster-profile", default="galera-2core-unthrottled", metavar="NAME",
                    help="with --system galera|group_replication: the cluster profile (default "
-                        "galera-2core, measured on this project's 2-core VM)")
+                        "galera-2core-unthrottled, measured on this project's 2-core VM)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per (scheduler, workers): scheduler, workers, "
                         "keeps_up, headroom, max_lag_s, p99_lag_s, drain_s (with --backlog; "

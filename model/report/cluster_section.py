@@ -28,7 +28,7 @@ def member_scores(trace, profile, workers) -> list[dict]:
             for r in rows if r["scheduler"] != "serial" and "error" not in r]
 
 
-def cluster_section(trace, profile=None, workers=(), profile_name: str = "galera-2core") -> dict:
+def cluster_section(trace, profile=None, workers=(), profile_name: str = "galera-2core-unthrottled") -> dict:
     from ..certification_throughput import ClusterConfig, ClusterError, get_profile, sustained
     scores = member_scores(trace, profile, list(workers)) if profile is not None else []
     try:
