@@ -238,7 +238,8 @@ class Rig:
         R.sql("; ".join(sets) + "; START SLAVE")
         time.sleep(0.5)
         pin(R.pid, REPLICA_CPU)            # the new worker threads too
-        if move_io_thread(R, self.cpu_percent is not None) is None:
+        self.io_tid = move_io_thread(R, self.cpu_percent is not None)
+        if self.io_tid is None:
             raise SystemExit("lag_check: the replica's IO thread was not found in "
                              "performance_schema.threads")
 
@@ -272,12 +273,22 @@ class Rig:
                 fields = f.read().rsplit(")", 1)[1].split()
             return (int(fields[11]) + int(fields[12])) / ticks
 
+        # the applier threads' own CPU, run-queue wait and voluntary context switches, and the
+        # IO thread's CPU (campaign D on): what the process's CPU time mixes together
+        from commitsched.applier_cpu import IO_THREADS, AppliersCpu
+        tc = pymysql.connect(unix_socket=R.sock, user="root", autocommit=True)
+        appliers = AppliersCpu(tc, R.pid)
+        io_thread = AppliersCpu(tc, R.pid, IO_THREADS)
+
         def sampler():
             nxt = time.time()
             while not done.is_set():
                 t = time.time()
+                a = appliers.read() or (0.0, 0.0, 0)
+                io = io_thread.read() or (0.0, 0.0, 0)
                 samples.append((t, seqno(pc, "SELECT @@gtid_binlog_pos"),
-                                seqno(rc, "SELECT @@gtid_slave_pos"), replica_cpu()))
+                                seqno(rc, "SELECT @@gtid_slave_pos"), replica_cpu(),
+                                a[0], a[1], a[2], io[0]))
                 nxt += SAMPLE_INTERVAL
                 time.sleep(max(0.0, nxt - time.time()))
 
@@ -307,6 +318,7 @@ class Rig:
             time.sleep(max(0.0, events["stop"] + run["stop_for"] - time.time()))
             R.sql("START SLAVE SQL_THREAD")
             events["start"] = time.time()
+            appliers.refresh()                  # the SQL thread is a new thread
         try:
             # a stuck primary (seen once: every client in its statement for minutes, nothing
             # in the error log) ends the campaign in one line instead of hanging it
@@ -332,7 +344,7 @@ class Rig:
         time.sleep(1.0)
         done.set()
         th.join()
-        pc.close(), rc.close()
+        pc.close(), rc.close(), tc.close()
         status1 = {"primary": P.status(), "replica": R.status()}
         P.sql("FLUSH BINARY LOGS")
         ss = R.slave_status()
@@ -341,8 +353,10 @@ class Rig:
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "samples.csv"), "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["t", "primary_seq", "replica_seq", "replica_cpu_s"])
-            w.writerows((f"{t:.4f}", p, r, f"{c:.2f}") for t, p, r, c in samples)
+            w.writerow(["t", "primary_seq", "replica_seq", "replica_cpu_s", "applier_cpu_s",
+                        "applier_runq_s", "applier_vcsw", "io_cpu_s"])
+            w.writerows((f"{t:.4f}", p, r, f"{c:.2f}", f"{ac:.5f}", f"{aq:.5f}", n, f"{io:.5f}")
+                        for t, p, r, c, ac, aq, n, io in samples)
         from commitsched.importers import import_binlog
         stats = import_binlog([os.path.join(P.datadir, binlog)],
                               os.path.join(out, "trace.jsonl.gz"), schema=[self.schema],
@@ -359,7 +373,10 @@ class Rig:
                 "pinned": {"primary_and_sysbench_cpu": PRIMARY_CPU, "replica_cpu": REPLICA_CPU},
                 "replica_cpu_percent_of_one_core": self.cpu_percent,
                 "replica_log_slave_updates": self.replica_binlog,
-                "primary_durability": self.primary_durability}
+                "primary_durability": self.primary_durability,
+                "replica_cpu_columns": appliers.source,
+                "replica_log_file_buffering": R.sql(
+                    "SELECT @@innodb_log_file_buffering")[0][0]}
         with open(os.path.join(out, "meta.json"), "w") as f:
             json.dump(meta, f, indent=1)
         return meta
@@ -387,7 +404,11 @@ def cmd_measure(a) -> int:
     try:
         setup = rig.setup()
         os.makedirs(a.out, exist_ok=True)
-        with open(os.path.join(a.out, "setup.json"), "w") as f:
+        name, n = "setup.json", 1
+        while a.append and os.path.exists(os.path.join(a.out, name)):
+            n += 1
+            name = f"setup-{n}.json"             # a later piece of the same campaign
+        with open(os.path.join(a.out, name), "w") as f:
             json.dump({**setup, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                              time.gmtime())}, f, indent=1)
         for run in runs:
@@ -626,6 +647,9 @@ def main(argv=None) -> int:
     m.add_argument("--port", type=int, default=3511)
     m.add_argument("--workdir", default=None)
     m.add_argument("--keep", action="store_true")
+    m.add_argument("--append", action="store_true",
+                   help="a later piece of a campaign: its setup goes to setup-N.json beside "
+                        "the first piece's")
     m.add_argument("--cpu-percent", type=int, default=None,
                    help="limit the replica to this share of one core (a slower machine)")
     m.add_argument("--replica-binlog", action="store_true",
