@@ -41,7 +41,7 @@ help:
 	@echo "make lag-check-report  refit and redo the lag table from the stored runs"
 	@echo "make lag-check-c  campaign C of the real check: no CPU quota, the replica writing its own"
 	@echo "                binlog, a relaxed primary (~25 min); lag-check-c-report: its table in docs/lag.md"
-	@echo "make lag-check-d  campaign D: C's rig after calibrate's change, new data (2 x ~13 min"
+	@echo "make lag-check-d  campaign D: C's rig after calibrate's change, new data (~20 min"
 	@echo "                under MEASURE); lag-check-d-report: its table in docs/lag.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 	@echo "make galera-measure  measure a 3-node Galera cluster's sustained throughput, 12 configurations"
@@ -214,17 +214,14 @@ lag-check-c-report: python-deps
 
 # Campaign D of the real check (docs/lag.md): campaign C's rig, new data after calibrate's
 # change (the applier threads' CPU time, the flush fitted to the pace): stop-and-drain runs at
-# 800/s with a 20 s stop, runs at the source's top speed; two pieces of about 13 minutes, each
-# under MEASURE (this VM: /work/bin/measure). lag-check-d-report refits and redoes its table.
+# 800/s with a 15 s stop, runs at the source's top speed; one piece of about 20 minutes under
+# MEASURE (this VM: /work/bin/measure). lag-check-d-report refits and redoes its table.
 LAG_CHECK_D = traces/calibration/lag_check_d
 LAG_CHECK_D_PORT ?= 3711
 lag-check-d: python-deps
 	$(MEASURE) $(PY) traces/record/lag_check.py measure --out $(LAG_CHECK_D) --replica-binlog \
 		--primary-durability relaxed --port $(LAG_CHECK_D_PORT) \
-		--runs "$(shell cat traces/record/lag_check_d1_runs.txt)"
-	$(MEASURE) $(PY) traces/record/lag_check.py measure --out $(LAG_CHECK_D) --replica-binlog \
-		--primary-durability relaxed --port $(LAG_CHECK_D_PORT) --append \
-		--runs "$(shell cat traces/record/lag_check_d2_runs.txt)"
+		--runs "$(shell cat traces/record/lag_check_d_runs.txt)"
 	$(MAKE) lag-check-d-report
 
 lag-check-d-report: python-deps
