@@ -45,7 +45,7 @@ help:
 	@echo "                under MEASURE); lag-check-d-report: its table in docs/lag.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 	@echo "make galera-measure  measure a 3-node Galera cluster's sustained throughput, 12 configurations"
-	@echo "                (~50 min, in 3 pieces, each under /work/bin/measure-style exclusive use)"
+	@echo "                (~50 min, in 3 pieces; MEASURE=CMD wraps each piece, e.g. a lock that keeps the machine quiet)"
 	@echo "make galera-fit      the cluster profile from the measurements, and predicted against"
 	@echo "                measured for every configuration, and its ablation (~5 min)"
 

@@ -18,6 +18,10 @@ Where: `$COMMITSCHED_CACHE` (a directory; `off` for none), else
 `$XDG_CACHE_HOME/commitsched/columns`, else `~/.cache/commitsched/columns`; one entry per
 trace path (a newer load of the same path replaces it). Files under `MIN_BYTES` are not cached
 (they load in milliseconds), nor the temporary trace of binlogs imported on the fly.
+
+Size: the entries together are kept under `$COMMITSCHED_CACHE_MAX_MB` (default 4096 MB), the
+least recently used first out, after each entry written (an entry read back counts as used:
+its modification time is refreshed). The entry just written always stays, even over the limit.
 """
 from __future__ import annotations
 
@@ -25,7 +29,9 @@ import hashlib
 import json
 import os
 import struct
+import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -34,6 +40,8 @@ MAGIC = b"CSCOLS01"
 MIN_BYTES = 1 << 20
 _ALIGN = 64
 _HASH_BLOCK = 8 << 20
+DEFAULT_MAX_MB = 4096
+_STALE_TEMPORARY_S = 3600         # a writer's temporary file this old was left by a crash
 
 
 def cache_dir() -> str | None:
@@ -43,6 +51,66 @@ def cache_dir() -> str | None:
         return None if env.strip().lower() in ("", "off", "0", "no") else env
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "commitsched", "columns")
+
+
+def max_bytes() -> int:
+    """The entries' total size limit: `$COMMITSCHED_CACHE_MAX_MB` megabytes, else the default
+    (a value that is not a whole number of megabytes is said once and the default used)."""
+    env = os.environ.get("COMMITSCHED_CACHE_MAX_MB")
+    if env is None or not env.strip():
+        return DEFAULT_MAX_MB << 20
+    try:
+        mb = int(env)
+        if mb < 0:
+            raise ValueError
+        return mb << 20
+    except ValueError:
+        print(f"commitsched: COMMITSCHED_CACHE_MAX_MB={env!r} is not a whole number of "
+              f"megabytes; the column cache keeps the default {DEFAULT_MAX_MB} MB",
+              file=sys.stderr)
+        os.environ.pop("COMMITSCHED_CACHE_MAX_MB", None)      # said once
+        return DEFAULT_MAX_MB << 20
+
+
+def prune(directory: str, keep: str | None = None) -> list[str]:
+    """Remove the least recently used entries until they fit in `max_bytes()`, never `keep`
+    (the entry just written), and writers' temporary files left by a crash; the names
+    removed."""
+    limit = max_bytes()
+    now = time.time()
+    entries, removed = [], []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if name.startswith(".tmp-"):
+            if now - st.st_mtime > _STALE_TEMPORARY_S:
+                try:
+                    os.unlink(path)
+                    removed.append(name)
+                except OSError:
+                    pass
+        elif name.endswith(".cols"):
+            entries.append((st.st_mtime_ns, name, st.st_size))
+    total = sum(size for _, _, size in entries)
+    for _, name, size in sorted(entries):
+        if total <= limit:
+            break
+        if keep is not None and name == os.path.basename(keep):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+            removed.append(name)
+            total -= size
+        except OSError:
+            pass
+    return removed
 
 
 def _code_stamp() -> list:
@@ -108,13 +176,20 @@ def load(path: str):
     ident = _identity(path)
     if ident is None:
         return None, None
+    entry = _entry(path, directory)
     try:
-        with open(_entry(path, directory), "rb") as fh:
+        with open(entry, "rb") as fh:
             data = fh.read()
     except OSError:
         return None, ident
     try:
-        return _decode(data, ident), ident
+        result = _decode(data, ident)
+        if result is not None:
+            try:
+                os.utime(entry)         # used: the last to be pruned
+            except OSError:
+                pass
+        return result, ident
     except (ValueError, KeyError, TypeError, struct.error, json.JSONDecodeError):
         return None, ident          # damaged or from another version: loaded again
 
@@ -180,7 +255,8 @@ def store(path: str, source: dict, cols, ident: dict | None) -> None:
                 fh.write(MAGIC + struct.pack("<Q", len(head)) + head)
                 for c in chunks:
                     fh.write(c)
-            os.replace(tmp, _entry(path, directory))
+            entry = _entry(path, directory)
+            os.replace(tmp, entry)
         except BaseException:
             try:
                 os.unlink(tmp)
@@ -189,3 +265,4 @@ def store(path: str, source: dict, cols, ident: dict | None) -> None:
             raise
     except OSError:
         return
+    prune(directory, keep=entry)

@@ -63,7 +63,8 @@ class LowWaterMark:
     """The coordinator's lwm (§1.4): the sequence_number at the end of the longest committed
     prefix of the GAQ, reset to 0 when a barrier is dispatched (a new file or a drain).
     Bugs: lwm_not_prefix raises it at every commit (the highest committed sequence_number);
-    rotation_ignored never resets it and keeps the maximum across files."""
+    rotation_ignored never resets it: it is the sequence_number of the last released GAQ head,
+    whichever file that was (MySQL's get_lwm_timestamp assigns it; MySQLApplier.tla's Lwm)."""
 
     __slots__ = ("value", "not_prefix", "rotation_ignored")
 
@@ -83,8 +84,7 @@ class LowWaterMark:
     def released(self, sequence_number: int) -> None:
         """The GAQ head (committed) leaves the queue."""
         if not self.not_prefix:
-            self.value = (max(self.value, sequence_number) if self.rotation_ignored
-                          else sequence_number)
+            self.value = sequence_number
 
 
 # ------------------------------------------------------------------------ MariaDB (§3.3-§3.6)

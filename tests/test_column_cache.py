@@ -122,3 +122,60 @@ def test_a_trace_imported_on_the_fly_is_not_cached(tmp_path, cache, monkeypatch)
     _write(path)
     columnar.load_columns(path)
     assert not cache.exists()
+
+
+def _entries(cache) -> set:
+    return {n for n in os.listdir(cache) if n.endswith(".cols")}
+
+
+def test_over_the_limit_the_least_recently_used_entry_goes_first(tmp_path, cache, monkeypatch):
+    paths = {name: tmp_path / f"{name}.jsonl" for name in "abc"}
+    for i, path in enumerate(paths.values()):
+        _write(path, seed=i)
+    columnar.load_columns(str(paths["a"]))
+    columnar.load_columns(str(paths["b"]))
+    entry = {name: column_cache._entry(str(p), str(cache)) for name, p in paths.items()}
+    past = os.path.getmtime(entry["a"]) - 100
+    os.utime(entry["a"], (past - 10, past - 10))        # a written first ...
+    os.utime(entry["b"], (past, past))
+    reads = _reads(monkeypatch)
+    columnar.load_columns(str(paths["a"]))                 # ... but read back since: used
+    assert reads == []
+    columnar.load_columns(str(paths["c"]))
+    everything = sum(os.path.getsize(e) for e in entry.values())
+    monkeypatch.setattr(column_cache, "max_bytes", lambda: everything - 1)
+    os.utime(entry["c"])
+    column_cache.prune(str(cache))                         # one of the three must go
+    assert _entries(cache) == {os.path.basename(entry[n]) for n in "ac"}
+
+
+def test_the_entry_just_written_stays_even_over_the_limit(tmp_path, cache, monkeypatch):
+    monkeypatch.setenv("COMMITSCHED_CACHE_MAX_MB", "0")
+    for i in range(2):
+        _write(tmp_path / f"{i}.jsonl", seed=i)
+        columnar.load_columns(str(tmp_path / f"{i}.jsonl"))
+    assert _entries(cache) == {os.path.basename(column_cache._entry(str(tmp_path / "1.jsonl"),
+                                                                    str(cache)))}
+
+
+def test_a_crashed_writers_old_temporary_file_is_removed(tmp_path, cache):
+    cache.mkdir()
+    old, new = cache / ".tmp-old.cols", cache / ".tmp-new.cols"
+    old.write_bytes(b"x")
+    new.write_bytes(b"x")
+    past = os.path.getmtime(old) - 2 * column_cache._STALE_TEMPORARY_S
+    os.utime(old, (past, past))
+    assert column_cache.prune(str(cache)) == [".tmp-old.cols"]
+    assert new.exists()                                    # maybe a writer at work
+
+
+def test_the_size_limit_is_read_in_megabytes_and_a_bad_one_is_said(monkeypatch, capsys):
+    monkeypatch.setenv("COMMITSCHED_CACHE_MAX_MB", "12")
+    assert column_cache.max_bytes() == 12 << 20
+    monkeypatch.delenv("COMMITSCHED_CACHE_MAX_MB")
+    assert column_cache.max_bytes() == column_cache.DEFAULT_MAX_MB << 20
+    monkeypatch.setenv("COMMITSCHED_CACHE_MAX_MB", "lots")
+    assert column_cache.max_bytes() == column_cache.DEFAULT_MAX_MB << 20
+    assert "COMMITSCHED_CACHE_MAX_MB='lots'" in capsys.readouterr().err
+    assert column_cache.max_bytes() == column_cache.DEFAULT_MAX_MB << 20
+    assert capsys.readouterr().err == ""                   # said once

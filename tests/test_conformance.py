@@ -244,13 +244,9 @@ def test_optimistic_kills_are_spec_behaviours():
 
 
 @needs_tlc
-@pytest.mark.xfail(strict=True, reason=(
-    "known divergence in how rotation_ignored is modelled: the simulator keeps lwm as the "
-    "maximum sequence_number of every released GAQ head, across files and never reset; "
-    "MySQLApplier.tla takes EffSeq(committed prefix's end) without the same-file check, which "
-    "drops back to the new file's small numbers once its first transaction commits, so the "
-    "simulator dispatches some transactions the flagged spec still holds back"))
 def test_rotation_ignored_conforms_to_the_flagged_spec():
+    """The simulator's rotation_ignored lwm is the last released GAQ head's sequence_number,
+    as MySQL's get_lwm_timestamp assigns it and MySQLApplier.tla's Lwm takes it."""
     shape = dict(DML, rotations=True)
     cases = draw(st.tuples(traces(max_size=8, min_size=3, **shape), st.integers(2, 4),
                            st.sampled_from(PROFILES)), 80)

@@ -40,7 +40,7 @@ impl LowWaterMark {
     }
     fn released(&mut self, sn: i64) {
         if !self.not_prefix {
-            self.value = if self.rotation_ignored { self.value.max(sn) } else { sn };
+            self.value = sn;
         }
     }
 }
