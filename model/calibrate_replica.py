@@ -574,7 +574,7 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
                 "its process's (the IO and background threads' counted too: no thread ids)")
         notes.append(f"CPU scale from the replica's measured CPU time, {what}: "
                      f"{cpu_measured:.0f} µs a transaction applied; the flush latencies fitted "
-                     f"to the pace" + (f" (the quiet fsync probe said {prior_flush:.2f}x)"
+                     f"to the pace" + (f" (the fsync probe before the window said {prior_flush:.2f}x)"
                                        if fsync is not None else ""))
         if durability == "relaxed" and not write_us:
             # nothing of the pace depends on the flush: keep the probe's
@@ -677,8 +677,8 @@ def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
     provenance = (f"calibrated by `commitsched calibrate` on {window.replica} at {what}, from a "
                   f"{window.samples[-1][0] - window.samples[0][0]:.0f} s window{probe}: CPU "
                   f"terms {fit.cpu_scale:.3f} x {base.name}'s ({cpu_how}), flush latencies "
-                  f"{fit.flush_scale:.3f} x {base.name}'s ({flush_how}; the quiet fsync probe "
-                  f"said {fit.prior_flush:.3f}){write}; the mechanism terms and their ratios are "
+                  f"{fit.flush_scale:.3f} x {base.name}'s ({flush_how}; the fsync probe "
+                  f"before the window said {fit.prior_flush:.3f}){write}; the mechanism terms and their ratios are "
                   f"{base.name}'s")
     p = fit.profile
     return replace(p, name=name, machine=machine, provenance=provenance, band=(),

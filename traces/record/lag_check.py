@@ -695,7 +695,7 @@ def apply_rates(report: dict) -> str:
            f"scale {report['cpu_scale']:.3f}"
            + (f" (measured CPU {report['cpu_measured_us_per_txn']:.0f} µs a transaction, "
               f"{report.get('cpu_source')})" if report.get("cpu_measured_us_per_txn") else "")
-           + f", flush scale {report['flush_scale']:.3f} (the quiet fsync probe's "
+           + f", flush scale {report['flush_scale']:.3f} (the fsync probe's "
            f"{report.get('prior_flush_scale', 0):.3f}), the redo log's unbuffered write "
            f"{report.get('log_write_us', 0):.1f} µs."]
     fit += [f"Filled in: {b}." for b in report.get("backfilled") or []]
