@@ -35,7 +35,7 @@ help:
 	@echo "make calibrate-report  refit and redo the calibration tables from the stored measurements"
 	@echo "make fidelity   predicted against measured on replica16 (16 cores) and the 2-core VM, with"
 	@echo "                the baselines and one ablation row per mechanism (~3 min)"
-	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~17 min on 2 cores)"
+	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~8 min on 2 cores)"
 	@echo "make lag-check  the real check of lag and calibrate: a live MariaDB primary and replica,"
 	@echo "                sysbench at fixed rates, lag and drain measured against predicted (~25 min)"
 	@echo "make lag-check-report  refit and redo the lag table from the stored runs"
@@ -48,6 +48,8 @@ help:
 	@echo "                (~50 min, in 3 pieces; MEASURE=CMD wraps each piece, e.g. a lock that keeps the machine quiet)"
 	@echo "make galera-fit      the cluster profile from the measurements, and predicted against"
 	@echo "                measured for every configuration, and its ablation (~5 min)"
+	@echo "make galera-heldout-measure  issue 28's pre-registered held-out campaign (~36 min)"
+	@echo "make galera-heldout  its table: the frozen profiles against the new measurements"
 
 setup: python-deps java tlc-jar graphviz mariadb-client
 	@echo "setup complete"
@@ -254,6 +256,19 @@ galera-measure: python-deps
 
 galera-fit: python-deps
 	$(PY) traces/record/galera_fit.py --dir $(GALERA_OUT)
+
+# Issue 28's pre-registered held-out campaign (docs/certification.md): new configurations on
+# ports 4600-4639, two pieces of about 16 and 20 minutes, then the frozen profiles' predictions.
+GALERA_HELDOUT ?= traces/calibration/galera/heldout
+.PHONY: galera-heldout-measure galera-heldout
+galera-heldout-measure: python-deps
+	$(MEASURE) $(PY) traces/record/galera_measure.py run --out $(GALERA_HELDOUT) --base-port 4600 \
+	  --configs t2-fc16-durable,t3-fc16-durable,t8-fc16-relaxed,t2-fc16-durable-ff0.5
+	$(MEASURE) $(PY) traces/record/galera_measure.py run --out $(GALERA_HELDOUT) --base-port 4600 \
+	  --configs t3-fc64-relaxed,t8-fc64-durable,t4-fc16-relaxed-ff0.5,t2-fc16-durable-tab1,t2-fc16-relaxed-tab1
+
+galera-heldout: python-deps
+	$(PY) traces/record/galera_heldout.py predict --heldout $(GALERA_HELDOUT)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

@@ -49,7 +49,7 @@ COMPILED_APPLIER_OPTIONS = {"mysql": frozenset({"preserve_commit_order", "checkp
 # Profile fields that describe a prediction and change no simulation: the core need not read
 # them. Every other field must be in the core's PROFILE_READS (tests/test_engine_profile.py).
 DESCRIPTIVE_PROFILE_FIELDS = frozenset({"name", "provenance", "durability", "machine", "band",
-                                        "fitted_from", "calibrated"})
+                                        "fitted_from", "calibrated", "bands"})
 
 try:
     import commitsched_simcore as _core

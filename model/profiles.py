@@ -137,6 +137,9 @@ class Profile:
     # speedups: measured / predicted at the given quantiles (the report's band).
     machine: str = ""
     band: tuple = ()
+    # A profile calibrated at several durability settings: the band of each setting's residuals
+    # ({"durable": [lo, hi], "relaxed": [lo, hi]}); `with_durability` takes that setting's.
+    bands: dict = field(default_factory=dict)
     fitted_from: dict = field(default_factory=dict)
     # The replica settings its calibration measured, {"durability": [...], "cores": [...],
     # "log_replica_updates": [...]}: a prediction for another setting is the model's alone, and
@@ -201,9 +204,10 @@ class Profile:
                                "costs were not measured")
         # an unbuffered redo log is still written at every commit, one write for every commit
         # waiting (log_write); a buffered one costs no wait
+        band = tuple(self.bands.get("relaxed", self.band))
         return replace(self, sync=0.0, sync_cpu=0.0, commit_default=0.0, commit_cpu=0.0,
                        commit_grouped=self.commit_grouped and self.log_write > 0,
-                       durability="relaxed")
+                       durability="relaxed", band=band)
 
     @property
     def group_sync(self) -> float:

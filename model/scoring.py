@@ -252,9 +252,15 @@ def _keys_unfit(trace, runs: list, known: dict, progress) -> None:
     from . import keys
     wanting = [i for i, (sched, _, _, _) in enumerate(runs)
                if i not in known and keys.needs_keys(sched)]
-    if not wanting:
+    parallel = any(i not in known and not keys.needs_keys(sched) and w > 1
+                   for i, (sched, w, _, _) in enumerate(runs))
+    if not wanting and not parallel:
         return
     missing = keys.missing_keys(trace)
+    if missing.unknown and parallel:
+        note_of(progress)("commitsched: note: " + keys.unknown_locks_note(missing.unknown))
+    if not wanting:
+        return
     if missing.unknown:
         why = keys.unknown_message(missing.unknown)
         for i in wanting:

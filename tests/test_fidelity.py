@@ -13,6 +13,8 @@ from record_scripts import import_record_scripts
 
 fidelity, fm, r16 = import_record_scripts("fidelity", "fit_machine", "replica16")
 
+from dataclasses import replace  # noqa: E402
+
 from commitsched.profiles import Profile, get_profile  # noqa: E402
 from commitsched.trace import Txn, write_trace  # noqa: E402
 
@@ -88,6 +90,99 @@ def test_exec_is_solved_from_the_serial_applies(tmp_path):
     assert fm.with_exec(Profile("t", 0.0, 0.0, 60.0, 4.0, 0.0, "test"), wls) is None
 
 
+def test_one_execution_for_both_durabilities_and_the_flushs_cpu(tmp_path):
+    """Two workloads (1 and 4 rows) measured serially at both settings. The relaxed apply is
+    the driver (2 us an event, 5 and 14 events) and the execution, 20 + 3 us a row; the durable
+    one adds the redo flush: its device wait 40 (the counters) and its CPU, 15 and 25 us on the
+    two workloads. The flush's CPU is the mean of what the durable applies take beyond the
+    relaxed ones and the wait (20); the execution is the mean of what each workload's two
+    applies leave (20.5 and 34.5 us where the relaxed applies say 23 and 32), so each setting's
+    serial replay is off by half of each workload's distance from that mean (2.5 us), in
+    opposite directions, and a relaxed replica pays no flush at all."""
+    paths = {}
+    for name, rows, events in (("small", 1, 5), ("big", 4, 14)):
+        p = str(tmp_path / f"{name}.jsonl.gz")
+        write_trace(p, [Txn(i, [f"d.t/PRIMARY={i}"], rows=rows, events=events)
+                        for i in range(1, 101)])
+        paths[name] = p
+    relaxed = {"small": 2 * 5 + 20 + 3, "big": 2 * 14 + 20 + 12}           # 33, 60 us
+    durable = {"small": relaxed["small"] + 40 + 15, "big": relaxed["big"] + 40 + 25}
+    wls = [fm.Workload(n, paths[n], {"durable": durable[n] * 1e-4, "relaxed": relaxed[n] * 1e-4})
+           for n in ("small", "big")]
+    cpu = fm.flush_cpu(40.0, wls)
+    assert cpu == pytest.approx(20.0)
+    base = Profile("t", 0.0, 40.0 + cpu, 0.0, 0.0, 0.0, "test", dispatch_event=2.0,
+                   commit_cpu=cpu, log_replica_updates=False)
+    prof = fm.with_exec(base, wls)
+    assert prof.exec_row == pytest.approx((34.5 - 20.5) / 3)
+    assert prof.exec_default == pytest.approx(20.5 - (34.5 - 20.5) / 3)
+    for w, sign in zip(wls, (1, -1)):
+        n = len(w.txns)
+        assert fm.makespan(w.txns, "serial", 1, prof) / n == pytest.approx(
+            durable[w.name] + sign * 2.5)
+        assert fm.makespan(w.txns, "serial", 1, prof.with_durability("relaxed")) / n == (
+            pytest.approx(relaxed[w.name] - sign * 2.5))
+    # one workload (a cross-validation fold): exact at both settings
+    (small,) = wls[:1]
+    assert fm.flush_cpu(40.0, [small]) == pytest.approx(15.0)
+    one = fm.with_exec(replace(base, commit_default=55.0, commit_cpu=15.0), [small])
+    assert fm.makespan(small.txns, "serial", 1, one) / 100 == pytest.approx(durable["small"])
+    # a prediction given the predicted workload's serial apply at one setting only
+    rel = fm.with_exec(base.with_durability("relaxed"), [wls[1].only("relaxed")])
+    assert fm.makespan(wls[1].txns, "serial", 1, rel) / 100 == pytest.approx(relaxed["big"])
+    # measured at one setting only: no flush CPU can be told
+    assert fm.flush_cpu(40.0, [w.only("durable") for w in wls]) == 0.0
+
+
+def test_the_fit_simulates_in_the_compiled_core_as_in_the_reference(tmp_path):
+    """A fit simulates thousands of replays: `fit_machine.predict` runs them in the compiled core
+    when it is built, with the reference model's schedule (the same speedups, to the bit)."""
+    from commitsched import engine
+    if not engine.available():
+        pytest.skip("the compiled core is not built (make setup)")
+    p = str(tmp_path / "t.jsonl.gz")
+    write_trace(p, [Txn(i, [f"d.t/PRIMARY={i % 7}"], rows=1 + i % 3, events=3 + i % 4,
+                        commit_id=i // 4) for i in range(1, 301)])
+    w = fm.Workload("t", p, {"durable": 0.03, "relaxed": 0.02})
+    prof = Profile("t", 0.0, 55.0, 0.0, 0.0, 0.0, "test", dispatch_event=2.0, commit_cpu=15.0,
+                   commit_grouped=True, shared_disk=True, cores=2, per_core_queues=True,
+                   wakeup=3.0, coordination=5.0, log_replica_updates=False)
+    prof = fm.with_exec(prof, [w])
+    for sched in ("serial", "commit_id+mariadb_conservative", "commit_id+mariadb_optimistic"):
+        assert engine.unsupported(fm.parse_scheduler(sched), w.columns) is None
+    for p_ in (prof, prof.with_durability("relaxed")):
+        for mode in ("conservative", "optimistic"):
+            for n in (2, 4):
+                compiled = fm.predict(w, p_, mode, n)
+                ref = fm.predict(_without_columns(w), p_, mode, n)
+                assert compiled == ref
+
+
+def _without_columns(w):
+    out = object.__new__(type(w))
+    out.__dict__.update(w.__dict__, columns=None)
+    return out
+
+
+def test_the_relaxed_runs_pair_each_run_with_its_rounds_serial(tmp_path):
+    """replica16's relaxed timings are a file of their own, read by the same pairing."""
+    with open(tmp_path / "timings_relaxed.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["workload", "mode", "threads", "round", "seconds", "tps", "retried_txns",
+                    "replica_binlog_commits", "replica_group_commits", "fsync_ms",
+                    "cpu_busy_cores", "cpu_iowait_pct", "cpu_steal_pct"])
+        w.writerow(("a", "serial", 0, 1, 1.0, 0, 0, 0, 0, 0.1, 1.1, 0.3, 0))
+        w.writerow(("a", "serial", 0, 2, 1.5, 0, 0, 0, 0, 0.1, 1.1, 0.3, 0))
+        w.writerow(("a", "conservative", 4, 1, 0.8, 0, 0, 0, 0, 0.1, 3.0, 0.3, 0))
+        w.writerow(("a", "conservative", 4, 2, 1.0, 0, 0, 0, 0, 0.1, 3.0, 0.3, 0))
+    m = r16.measured(str(tmp_path), durability="relaxed")[("a", "conservative", 4)]
+    assert sorted(m["speedups"]) == [1.25, 1.5]
+    # the repository's copy of shared/replica16's relaxed runs: both workloads, 3 rounds each
+    rel = r16.measured(durability="relaxed")
+    assert {k[0] for k in rel} == set(r16.WORKLOADS) and len(rel) == 16
+    assert all(len(m["speedups"]) == 3 for m in rel.values())
+
+
 def test_summary_and_best_thread_count():
     rows = [{"workload": "w", "mode": "m", "threads": n, "median": med, "min": lo, "max": hi,
              "model": pred}
@@ -111,6 +206,11 @@ def test_stored_machine_profiles_name_their_machine_and_fits():
         assert p.durability == "durable"
     relaxed = get_profile("replica16", durability="relaxed")
     assert relaxed.sync == relaxed.commit_default == 0.0 and relaxed.durability == "relaxed"
+    # replica16 was measured at both settings: each has its own band, the relaxed prediction
+    # carries the relaxed one, and a relaxed prediction is not "unmeasured"
+    durable = get_profile("replica16")
+    assert set(durable.bands) == {"durable", "relaxed"}
+    assert relaxed.band == tuple(durable.bands["relaxed"]) and not relaxed.unmeasured()
 
 
 def test_the_replicas_binlog_setting_is_recorded_and_a_run_option():
@@ -142,13 +242,13 @@ def test_score_takes_and_names_log_replica_updates(tmp_path):
 
 
 def test_a_prediction_for_settings_never_measured_says_so(capsys, tmp_path):
-    """replica16 measured a durable replica without its own binlog; a prediction for a relaxed
-    one, or one with log_replica_updates on, is the model's alone: the profile, score's JSON and
-    table, and the report's page say so. The 2-core machine measured both durabilities."""
+    """replica16 measured a replica without its own binlog, durable and relaxed; a prediction for
+    one with log_replica_updates on, or another core count, is the model's alone: the profile,
+    score's JSON and table, and the report's page say so. The 2-core machine measured both
+    durabilities."""
     from commitsched.cli import main
     assert get_profile("replica16").unmeasured() == []
-    assert get_profile("replica16", durability="relaxed").unmeasured() == [
-        "a relaxed replica (measured: durable)"]
+    assert get_profile("replica16", durability="relaxed").unmeasured() == []
     assert get_profile("replica16", log_replica_updates=True).unmeasured() == [
         "log_replica_updates on (measured: off)"]
     assert get_profile("replica16", cores=8).unmeasured() == ["8 cores (measured: 16)"]
@@ -157,22 +257,24 @@ def test_a_prediction_for_settings_never_measured_says_so(capsys, tmp_path):
     trace = "traces/examples/semantics_3_5_commit_id.jsonl"
     argv = ["score", trace, "--profile", "replica16", "--workers", "2", "--scheduler",
             "commit_id+mariadb_conservative", "--quiet"]
-    assert main(argv + ["--durability", "relaxed", "--json"]) == 0
+    binlog = ["--log-replica-updates", "on"]
+    assert main(argv + binlog + ["--json"]) == 0
     import json
     (row,) = json.loads(capsys.readouterr().out)
-    assert row["unmeasured"] == ["a relaxed replica (measured: durable)"]
-    assert main(argv + ["--json"]) == 0
+    assert row["unmeasured"] == ["log_replica_updates on (measured: off)"]
+    assert main(argv + ["--durability", "relaxed", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert "unmeasured" not in row
-    assert main(argv + ["--durability", "relaxed"]) == 0
-    assert ("settings its calibration never ran: a relaxed replica (measured: durable). These "
+    assert main(argv + binlog) == 0
+    assert ("settings its calibration never ran: log_replica_updates on (measured: off). These "
             "predictions are the model's alone") in capsys.readouterr().out
-    assert main(["report", trace, "-o", str(tmp_path), "--profile", "replica16", "--durability",
-                 "relaxed", "--workers", "1,2", "--no-whatif", "--quiet", "--jobs", "1"]) == 0
+    assert main(["report", trace, "-o", str(tmp_path), "--profile", "replica16", *binlog,
+                 "--workers", "1,2", "--no-whatif", "--quiet", "--jobs", "1"]) == 0
     page = (tmp_path / "index.html").read_text()
-    assert "Settings its calibration never ran: a relaxed replica (measured: durable)." in page
+    assert "Settings its calibration never ran: log_replica_updates on (measured: off)." in page
     data = json.loads((tmp_path / "report.json").read_text())
-    assert data["profile"]["unmeasured"] == ["a relaxed replica (measured: durable)"]
+    assert data["profile"]["unmeasured"] == ["log_replica_updates on (measured: off)"]
+
 
 def test_a_fold_takes_only_its_training_workloads_counters(tmp_path):
     """The cross-validation fold fitted on workload `a` must not see `b`'s counters: its redo
@@ -222,6 +324,72 @@ def test_the_workers_hand_off_is_tied_to_the_drivers_pace():
         1.118 * get_profile("replica16").dispatch_event, rel=0.01)
 
 
+def test_the_searches_fit_no_relaxed_parallel_run(monkeypatch):
+    """A relaxed prediction of replica16 comes from the mechanism: every search (the full
+    profile, each fold, each fold without the driver's terms) fits durable configurations only,
+    and the driver-less folds search no driver term."""
+    seen = []
+
+    def fake_fit(base, train, meas, configs, maxiter, start, terms, handoff_ratio):
+        seen.append((tuple(w.name for w in train), tuple(configs), tuple(terms), len(start)))
+        return base, 0.0
+
+    class InlinePool:
+        def __init__(self, *_):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_):
+            return False
+
+        def map(self, f, xs):
+            return [f(x) for x in xs]
+
+    class Ctx:
+        Pool = InlinePool
+    monkeypatch.setattr(fm, "fit", fake_fit)
+    monkeypatch.setattr(fidelity.multiprocessing, "get_context", lambda _: Ctx)
+    res = fidelity.fit_replica16(maxiter=1, limit=50, progress=lambda s: None)
+    assert len(seen) == 5 and set(res["cv"]) == set(res["cv_without_driver"]) == set(r16.WORKLOADS)
+    assert all(c[0] == "durable" for _, configs, _, _ in seen for c in configs)
+    assert all(len(terms) == n for _, _, terms, n in seen)
+    full, *folds = seen
+    assert len(full[1]) == 16 and set(full[0]) == set(r16.WORKLOADS)
+    for train, configs, terms, _ in folds:
+        assert len(train) == 1 and {c[1] for c in configs} == set(train)
+    assert [set(fidelity.DRIVER_TERMS) <= set(t) for _, _, t, _ in folds] == [True, True,
+                                                                               False, False]
+
+
+def test_where_each_workload_stops_is_measured_and_predicted_per_transaction():
+    """The ceiling table: each workload's fastest configuration per durability, its time per
+    transaction (the median serial apply / N / the measured speedup), and the driver's time per
+    transaction as the profile has it at that thread count."""
+    import json
+    import statistics
+    with open(fidelity.R16_FIT) as f:
+        fit_json = json.load(f)
+    rows = {d: fidelity.replica16_rows(fit_json, full=False, ablations=False,
+                                       progress=lambda s: None, durability=d)
+            for d in fidelity.R16_SETTINGS}
+    lines = fidelity.ceiling_table(rows, fit_json)
+    assert len(lines) == 2 + 2 * len(fidelity.R16_SETTINGS)
+    cells = {tuple(c.strip() for c in line.split("|")[1:3]): [c.strip() for c in line.split("|")]
+             for line in lines[2:]}
+    meas = r16.measured(durability="relaxed")
+    (mode, n), best = max((((k[1], k[2]), v["median"]) for k, v in meas.items()
+                           if k[0] == "update_index_48"), key=lambda kv: kv[1])
+    serial = statistics.median(r["seconds"] for r in r16.load_rows(durability="relaxed")
+                               if r["workload"] == "update_index_48" and r["mode"] == "serial")
+    row = cells[("update_index_48", "relaxed")]
+    assert row[3] == f"{mode} {n}"
+    assert row[4] == f"{serial * 1e6 / 15000 / best:.0f}"
+    p = get_profile("replica16")
+    assert row[7].split(" / ")[0] == f"{(p.dispatch_event + p.dispatch_thread * (n - 1)) * 5:.0f}"
+
+
 @pytest.mark.slow
 def test_workloads_no_fit_has_seen_pair_each_run_with_its_own_serial():
     """The 2-core check on the split check's workloads: each parallel apply against the serial
@@ -242,3 +410,37 @@ def test_workloads_no_fit_has_seen_pair_each_run_with_its_own_serial():
     assert row["median"] == pytest.approx(by_hand, rel=1e-12)
     constant = fidelity.two_core_constant(fidelity._two_core_measured())["relaxed"]
     assert all(r["constant"] == constant and r["model"] > 0 for r in rows)
+
+
+def _relaxed_rows():
+    import json
+    with open(fidelity.R16_FIT) as f:
+        fit_json = json.load(f)
+    rows = fidelity.replica16_rows(fit_json, ablations=False, progress=lambda s: None,
+                                   durability="relaxed")
+    assert len(rows) == 16 and all(r["durability"] == "relaxed" for r in rows)
+    return rows
+
+
+@pytest.mark.slow
+def test_the_relaxed_held_out_fold_beats_the_durable_only_fit():
+    """replica16 relaxed: each workload predicted by the fold fitted on the other one (the stored
+    fit.json, both settings) misses by less (median |error|) than the profile fitted on the
+    durable runs alone with its flush dropped, the relaxed prediction before the relaxed runs."""
+    rows = _relaxed_rows()
+    assert (fidelity.summary(rows, "cv")["median_abs_error"]
+            < fidelity.summary(rows, "before")["median_abs_error"])
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue 27's bar is not met yet: the held-out relaxed "
+                   "median error (24%; 15-26% over eight search starts) is above the constant "
+                   "guess's (8%; the other workload's constant 17%), docs/calibration.md")
+def test_the_relaxed_held_out_fold_beats_the_constant_guess():
+    """The issue's bar on replica16 relaxed: the held-out fold's median |error| below the
+    constant guess's, both the median of every relaxed configuration and the other workload's
+    (which a user could know)."""
+    rows = _relaxed_rows()
+    cv = fidelity.summary(rows, "cv")["median_abs_error"]
+    assert cv < fidelity.summary(rows, "constant")["median_abs_error"]
+    assert cv < fidelity.summary(rows, "constant_other")["median_abs_error"]

@@ -6,10 +6,11 @@ the trivial baselines and one ablation row per apply-pipeline mechanism beside t
                                                        # folds) and the 2-core profiles, then report
 
 Two machines:
-- `replica16` (traces/calibration/replica16/, from shared/replica16): a training set: the profile
-  is fitted on every run there. Its honest check is the cross-validation column: the pipeline
-  terms fitted on one workload predict the other (whose serial apply rate is given, since one
-  workload cannot separate the per-transaction and per-event execution costs).
+- `replica16` (traces/calibration/replica16/, from shared/replica16): a training set: the profile's
+  pipeline terms are fitted on its durable runs (its relaxed parallel runs are held out by
+  durability). Its honest check is the cross-validation column: the pipeline terms fitted on one
+  workload predict the other (whose serial apply rate is given, since one workload cannot
+  separate the per-transaction and per-event execution costs).
 - the project's 2-core VM (traces/calibration/oltp_*): the profile is fitted from the serial and
   fit-only runs of each folder, the thread growth and wake-up latency transferred from
   replica16; none of the predicted configurations is used. And the same VM on workloads no fit
@@ -66,14 +67,23 @@ ABLATIONS = {
     "parallel-mode CPU (all)": dict(coordination=0.0, coordination_event=0.0,
                                     coordination_thread=0.0),
     "one disk for both logs": dict(shared_disk=False),
+    # the redo flush's CPU (the O_DIRECT log write and fdatasync on the committing thread) counted
+    # as execution instead, as the profile before the relaxed runs did: a relaxed replica then
+    # keeps paying it
+    "the flush's CPU leaves with the flush (counted as execution instead)":
+        lambda p: dict(commit_default=p.commit_default - p.commit_cpu, commit_cpu=0.0),
     "worker hand-off wait per event": dict(handoff_event=0.0),
     "cores as a limit": dict(cores=None),
     "per-core run queues (one shared queue instead)": dict(per_core_queues=False),
 }
 
 
-def ablation_applies(model: Profile, off: dict) -> bool:
-    """An ablation of the binlog-less commit chain means nothing for a replica with its binlog."""
+def ablation_applies(model: Profile, off, resolved: bool = True) -> bool:
+    """An ablation of the binlog-less commit chain means nothing for a replica with its binlog;
+    moving the flush's CPU into the execution means something only where the execution is solved
+    again from the serial applies (`resolved`: replica16's rows; the 2-core rows refit nothing)."""
+    if callable(off):
+        return resolved
     return not (off.get("log_replica_updates") and model.log_replica_updates)
 
 
@@ -114,46 +124,114 @@ def best_w_check(rows: list[dict], key: str, group=("workload", "mode")) -> list
 
 # ---------------------------------------------------------------- replica16
 
+R16_SETTINGS = ("durable", "relaxed")
+R16_SETTING_TEXT = {"durable": "sync_binlog=1, innodb_flush_log_at_trx_commit=1, 6 rounds",
+                    "relaxed": "sync_binlog=0, innodb_flush_log_at_trx_commit=2, 3 rounds"}
+# The settings whose parallel runs the searches fit (the full profile and every fold). Durable
+# only: a relaxed prediction is then the durable fit with the flush gone (its wait and its CPU,
+# `commit_cpu`, which the serial applies of both settings measure) and the relaxed serial rate
+# given, nothing searched on a relaxed parallel run. Searched on both settings as well, the
+# folds held out worse at both (2026-11-27, docs/calibration.md: the relaxed runs' 3 rounds).
+R16_SEARCHED = ("durable",)
+R16_TABLE_ROLE = {"durable": "training set",
+                  "relaxed": "its parallel runs fitted on by nothing: held out by durability"}
+# The replica's serial stages, the hypothesis for where each workload stops scaling: the driver
+# (reads, parses and queues every event alone: `dispatch_cost`) and the in-order commit's
+# hand-off (`member_cost` + `wakeup`, one transaction after another). Their terms, taken out of
+# the folds' search for the held-out ablation (the worker's hand-off wait, tied to the driver's
+# pace, goes with them).
+DRIVER_TERMS = ("dispatch_event", "dispatch_thread")
+# The replica16 profile as shipped before the relaxed runs were measured (fitted on the durable
+# runs alone; a relaxed prediction dropped its redo flush): the relaxed table's "before" column
+R16_BEFORE = os.path.join(r16.FOLDER, "before_relaxed_runs.json")
+
+
+def r16_measured() -> dict[tuple, dict]:
+    """(durability, workload, mode, threads) -> the measured speedups, both settings."""
+    return {(d,) + k: v for d in R16_SETTINGS for k, v in r16.measured(durability=d).items()}
+
+
+def r16_workloads(limit: int | None) -> dict[str, "fm.Workload"]:
+    """Each replica16 workload with its serial apply at both durabilities."""
+    serial = {d: r16.serial_seconds(durability=d) for d in R16_SETTINGS}
+    return {w: fm.Workload(w, r16.trace_path(w), {d: serial[d][w] for d in R16_SETTINGS},
+                           limit=limit) for w in r16.WORKLOADS}
+
+
+def _ablated(model: Profile, off) -> Profile:
+    """The model with one mechanism off (`off`: the fields to set, or a function of the model
+    giving them)."""
+    return replace(model, **(off(model) if callable(off) else off))
+
+
 def replica16_rows(fit_json: dict, full: bool = True, ablations: bool = True,
-                   progress=print) -> list[dict]:
-    meas = r16.measured()
-    ser = r16.serial_seconds()
+                   progress=print, durability: str = "durable") -> list[dict]:
+    """Predicted against measured for the replica at one durability setting: the fitted profile
+    (one for both settings, `Profile.with_durability`), the cross-validation folds (each fitted
+    on the other workload's runs (`R16_SEARCHED`); the predicted workload's serial apply at this
+    setting given), the same folds refitted without the driver's terms (`cv_without_driver`, when
+    the fit stored them), the baselines and one ablation row per mechanism."""
+    meas = r16.measured(durability=durability)
     limit = None if full else 2000
-    workloads = {w: fm.Workload(w, r16.trace_path(w), ser[w], limit=limit) for w in r16.WORKLOADS}
+    workloads = r16_workloads(limit)
     model = profile_from_dict(fit_json["profile"])
     folds = {w: profile_from_dict(p) for w, p in fit_json.get("cv", {}).items()}
-    previous = _previous_profile(cores=16)
-    parallel = [m["median"] for m in meas.values()]
-    constant = statistics.median(parallel)
+    no_driver = {w: profile_from_dict(p)
+                 for w, p in fit_json.get("cv_without_driver", {}).items()}
+    previous = _previous_profile(cores=16, durability=durability)
+    before = _before_profile() if durability == "relaxed" else None
+    constant = statistics.median(m["median"] for m in meas.values())
+    # the constant a user could know without this workload's answers: the other workload's
+    other_constant = {w: statistics.median(m["median"] for (o, _, _), m in meas.items() if o != w)
+                      for w in workloads}
     rows = []
     for (w, mode, n), m in sorted(meas.items()):
-        progress(f"  replica16 {w} {mode} W={n}")
+        progress(f"  replica16 {durability} {w} {mode} W={n}")
         wl = workloads[w]
-        row = {"machine": "replica16", "workload": w, "mode": mode, "threads": n,
-               "median": m["median"], "min": m["min"], "max": m["max"], "rounds": len(m["speedups"]),
-               "model": fm.predict(wl, model, mode, n), "constant": constant,
+        given = wl.only(durability)
+        row = {"machine": "replica16", "durability": durability, "workload": w, "mode": mode,
+               "threads": n, "median": m["median"], "min": m["min"], "max": m["max"],
+               "rounds": len(m["speedups"]),
+               "model": fm.predict(wl, model.with_durability(durability), mode, n),
+               "constant": constant, "constant_other": other_constant[w],
                "previous": fm.predict(wl, previous, mode, n)}
-        if folds:
-            # the fold fitted on the other workload, its execution cost from this one's serial rate
-            other = [f for held, f in folds.items() if held == w]
-            if other:
-                # (clamped at no execution when the fold's other terms alone exceed this
-                # workload's serial time: the held-out prediction is then what the fold says)
-                row["cv"] = fm.predict(wl, fm.with_exec(other[0], [wl], clamp=True), mode, n)
+        if before is not None:
+            row["before"] = fm.predict(wl, before.with_durability(durability), mode, n)
+        if w in folds:
+            # the fold fitted on the other workload, its execution cost from this one's serial
+            # rate at this setting (clamped at no execution when the fold's other terms alone
+            # exceed it: the held-out prediction is then what the fold says)
+            fold = folds[w].with_durability(durability)
+            row["cv"] = fm.predict(given, fm.with_exec(fold, [given], clamp=True), mode, n)
+        if w in no_driver:
+            fold = no_driver[w].with_durability(durability)
+            row["cv_without_driver"] = fm.predict(given, fm.with_exec(fold, [given], clamp=True),
+                                                  mode, n)
         if ablations:
             for name, off in ABLATIONS.items():
                 if not ablation_applies(model, off):
                     continue
-                prof = fm.with_exec(replace(model, **off), list(workloads.values()))
-                row["without " + name] = fm.predict(wl, prof, mode, n) if prof else None
+                prof = fm.with_exec(_ablated(model, off), list(workloads.values()))
+                row["without " + name] = (fm.predict(wl, prof.with_durability(durability), mode, n)
+                                          if prof else None)
         rows.append(row)
     return rows
 
 
-def _previous_profile(cores: int | None) -> Profile:
+def _previous_profile(cores: int | None, durability: str = "durable") -> Profile:
     with open(PREVIOUS) as f:
-        p = profile_from_dict(json.load(f)["profiles"][0])
+        p = {d["name"]: d for d in json.load(f)["profiles"]}[f"{durability}-mariadb"]
+    p = profile_from_dict(p)
     return replace(p, cores=cores) if cores else p
+
+
+def _before_profile() -> Profile | None:
+    """The replica16 profile fitted on the durable runs alone (the durable setting)."""
+    try:
+        with open(R16_BEFORE) as f:
+            return profile_from_dict(json.load(f)["profile"])
+    except FileNotFoundError:
+        return None
 
 
 # ---------------------------------------------------------------- the 2-core VM
@@ -205,11 +283,46 @@ def two_core_rows(progress=print, ablations: bool = True) -> list[dict]:
                                                     n)["speedup"]}
             if ablations:       # nothing refitted: the same profile with the terms at zero
                 for what, off in ABLATIONS.items():
-                    if not ablation_applies(model, off):
+                    if not ablation_applies(model, off, resolved=False):
                         continue
                     row["without " + what] = calib_report.predict(
-                        trace, replace(model, **off), mode, n)["speedup"]
+                        trace, _ablated(model, off), mode, n)["speedup"]
             rows.append(row)
+    return rows
+
+
+def transfer_rows(progress=print) -> list[dict]:
+    """A check of transfer: the stored replica16 profile, relaxed (its fit used the relaxed
+    runs of the 16-core machine), put on the 2-core VM's relaxed calibration runs as the
+    replica there ran (2 cores, its own binlog on), against the 2-core profile fitted on that
+    machine (`durable-mariadb --durability relaxed`) and the calibration's constant."""
+    stored = {p.name: p for p in load_fitted()}
+    if "replica16" not in stored:
+        return []
+    r16_relaxed = replace(stored["replica16"].with_durability("relaxed"), cores=2,
+                          log_replica_updates=True)
+    per_folder = _two_core_measured()
+    constant = two_core_constant(per_folder)
+    _, _, _, load_trace = calib_report._model()
+    rows = []
+    for name in TWO_CORE:
+        folder = os.path.join(CAL, name)
+        with open(os.path.join(folder, "fit.json")) as f:
+            fitted = {p["name"]: profile_from_dict(p) for p in json.load(f)["profiles"]}
+        trace = load_trace(os.path.join(folder, "trace.jsonl.gz"))
+        for (sync, mode, n), m in sorted(per_folder[name].items()):
+            if sync != "relaxed" or n == 0 or not m["speedup"]:
+                continue
+            progress(f"  transfer {name} {mode} W={n}")
+            sp = m["speedup"]
+            rows.append({"machine": "2-core", "workload": name, "sync": sync, "mode": mode,
+                         "threads": n, "median": statistics.median(sp), "min": min(sp),
+                         "max": max(sp), "rounds": len(sp),
+                         "replica16": calib_report.predict(trace, r16_relaxed, mode, n)["speedup"],
+                         "model": calib_report.predict(
+                             trace, fitted["durable-mariadb"].with_durability("relaxed"), mode,
+                             n)["speedup"],
+                         "constant": constant[sync]})
     return rows
 
 
@@ -296,7 +409,8 @@ def terms_table(profiles: list[Profile]) -> str:
     return "\n".join(out)
 
 
-def markdown(r16_rows: list[dict], two_rows: list[dict], other_rows: list[dict] = ()) -> str:
+def markdown(r16_rows: dict[str, list[dict]], two_rows: list[dict],
+             other_rows: list[dict] = (), transfer: list[dict] = ()) -> str:
     out = ["# Fidelity: predicted against measured speedups", "",
            "Generated by `make fidelity` (traces/record/fidelity.py); every figure below is "
            "computed from the stored measurements, none typed. Cell: predicted speedup "
@@ -306,12 +420,31 @@ def markdown(r16_rows: list[dict], two_rows: list[dict], other_rows: list[dict] 
     if shown:
         out += ["## The machine profiles", "", terms_table(shown), ""]
     cols = [("model", "model"), ("cv", "model, other workload's fit (CV)"),
-            ("constant", "baseline: constant"), ("previous", "baseline: previous model")]
-    out += ["## replica16: a real MariaDB 10.11 replica on 16 cores (training set)", ""]
-    out += _config_table(r16_rows, ("workload", "mode"), cols)
-    out += ["", _summary_table(r16_rows, [(k, t) for k, t in cols]
-                               + [("without " + a, "model without " + a) for a in ABLATIONS]),
-            "", _best_w_lines(r16_rows, ("workload", "mode"))]
+            ("constant", "baseline: constant"),
+            ("constant_other", "baseline: constant of the other workload (held out)"),
+            ("previous", "baseline: previous model")]
+    for durability, rows in r16_rows.items():
+        mine = cols + ([("before", "before: the durable-only fit, flush dropped")]
+                       if any("before" in r for r in rows) else [])
+        out += ([] if out[-1] == "" else [""]) + [
+            f"## replica16: a real MariaDB 10.11 replica on 16 cores, {durability} "
+            f"({R16_SETTING_TEXT[durability]}; {R16_TABLE_ROLE[durability]})", ""]
+        out += _config_table(rows, ("workload", "mode"), mine)
+        out += ["", _summary_table(rows, [(k, t) for k, t in mine]
+                                   + [("cv_without_driver", "model, other workload's fit "
+                                       "refitted without the driver's terms (CV)")]
+                                   + [("without " + a, "model without " + a) for a in ABLATIONS]),
+                "", _best_w_lines(rows, ("workload", "mode"))]
+    if r16_rows and os.path.exists(R16_FIT):
+        with open(R16_FIT) as f:
+            ceiling = ceiling_table(r16_rows, json.load(f))
+        out += ["", "### replica16: where each workload stops scaling", "",
+                "Per durability, the fastest configuration's time per transaction (serial apply "
+                "/ speedup), measured and predicted, beside the replica's two serial stages at "
+                "that thread count as the profile and the held-out fold (fitted on the other "
+                "workload) have them: the driver (every event read, parsed and queued by one "
+                "thread) and the in-order commit's hand-off (its CPU and the successor's "
+                "wake-up). µs per transaction.", "", *ceiling]
     cols2 = [("model", "model"), ("constant", "baseline: constant"),
              ("previous", "baseline: previous model")]
     out += ["", "## The project's 2-core VM (predicted configurations never used in the fit)", ""]
@@ -323,6 +456,17 @@ def markdown(r16_rows: list[dict], two_rows: list[dict], other_rows: list[dict] 
             "", _summary_table([r for r in two_rows if r["sync"] == "relaxed"], cols2,
                                title="relaxed only"),
             "", _best_w_lines(two_rows, ("workload", "sync", "mode"))]
+    if transfer:
+        cols3 = [("replica16", "replica16's relaxed profile (2 cores, binlog on)"),
+                 ("model", "the 2-core profile (relaxed)"), ("constant", "baseline: constant")]
+        out += ["", "### Transfer: replica16's relaxed profile on the 2-core VM's relaxed runs", "",
+                "The profile fitted on the 16-core machine (both settings), relaxed, with the "
+                "2-core replica's settings (2 cores, its own binlog on) and nothing else changed, "
+                "against the profile fitted on this machine and the calibration's constant (in "
+                "sample):", ""]
+        out += _config_table(transfer, ("workload", "mode"), cols3)
+        out += ["", _summary_table(transfer, cols3),
+                "", _best_w_lines_for(transfer, ("workload", "mode"), "replica16")]
     relaxed = relaxed_threads_table()
     if relaxed:
         out += ["", "### The relaxed 2-core apply by thread count (measured, conservative)", "",
@@ -422,6 +566,41 @@ def _relaxed_model(name: str):
     return at
 
 
+def ceiling_table(r16_rows: dict[str, list[dict]], fit_json: dict) -> list[str]:
+    """Where each replica16 workload stops scaling: per durability, its fastest configuration's
+    time per transaction (measured; the model's and the held-out fold's there), beside the
+    replica's two serial stages as the full profile and the fold (fitted on the other workload)
+    have them at that thread count: the driver (`dispatch_cost`, every event read, parsed and
+    queued by one thread) and the in-order commit's hand-off (`member_cost` + `wakeup`). µs."""
+    serial = {d: r16.serial_seconds(durability=d) for d in r16_rows}
+    model = profile_from_dict(fit_json["profile"])
+    folds = {w: profile_from_dict(p) for w, p in fit_json.get("cv", {}).items()}
+    events = {w.name: w.mean_events for w in r16_workloads(2000).values()}
+    n = {w: sum(1 for _ in r16.open_trace_lines(w)) for w in r16.WORKLOADS}
+    out = ["| workload | durability | fastest (measured) | measured µs/txn | model µs/txn | "
+           "held-out fold µs/txn | driver: model / fold | commit hand-off: model / fold |",
+           "|---|---|---|---|---|---|---|---|"]
+
+    def stages(p: Profile, w: str, threads: int) -> tuple[float, float]:
+        driver = p.dispatch + (p.dispatch_event + p.dispatch_thread * (threads - 1)) * events[w]
+        return driver, p.commit_serial + p.wakeup
+    for w in r16.WORKLOADS:
+        for d, rows in r16_rows.items():
+            best = max((r for r in rows if r["workload"] == w), key=lambda r: r["median"])
+            us = serial[d][w] * 1e6 / n[w]
+            m_driver, m_chain = stages(model, w, best["threads"])
+            f_driver, f_chain = (stages(folds[w], w, best["threads"]) if w in folds
+                                 else (math.nan, math.nan))
+            out.append(f"| {w} | {d} | {best['mode']} {best['threads']} | "
+                       f"{us / best['median']:.0f} | {us / best['model']:.0f} | "
+                       f"{us / best['cv']:.0f} | {m_driver:.0f} / {f_driver:.0f} | "
+                       f"{m_chain:.0f} / {f_chain:.0f} |" if best.get("cv") else
+                       f"| {w} | {d} | {best['mode']} {best['threads']} | "
+                       f"{us / best['median']:.0f} | {us / best['model']:.0f} | - | "
+                       f"{m_driver:.0f} / - | {m_chain:.0f} / - |")
+    return out
+
+
 def _config_table(rows, keys, cols) -> list[str]:
     """One line per configuration: its `keys`, W, the measured speedup, then each of `cols`."""
     head = " | ".join(keys) + " | W | measured median [min, max] | "
@@ -445,7 +624,11 @@ def _summary_table(rows, cols, title="all configurations") -> str:
 
 
 def _best_w_lines(rows, group) -> str:
-    checks = best_w_check(rows, "model", group)
+    return _best_w_lines_for(rows, group, "model")
+
+
+def _best_w_lines_for(rows, group, key) -> str:
+    checks = best_w_check(rows, key, group)
     ok = sum(c["ok"] for c in checks)
     lines = [f"Best thread count (the model's pick has a measured speedup within 10% of the "
              f"measured best): {ok} of {len(checks)}", ""]
@@ -459,51 +642,67 @@ def _best_w_lines(rows, group) -> str:
 # ---------------------------------------------------------------- fitting
 
 def fit_replica16(maxiter: int, limit: int | None, progress=print) -> dict:
-    """The replica16 profile: the redo flush and the CPU growth from the counters, the pipeline
-    terms from the timings (both workloads), and one fold per workload for the cross-validation
-    (each from its training workload's counters and timings only)."""
-    meas = r16.measured()
-    ser = r16.serial_seconds()
-    wls = [fm.Workload(w, r16.trace_path(w), ser[w], limit=limit) for w in r16.WORKLOADS]
+    """The replica16 profile, one for both durability settings of the replica: the redo flush's
+    wait and the CPU growth from the counters, the flush's CPU from the serial applies of both
+    settings, the pipeline terms from the timings of both workloads at the `R16_SEARCHED`
+    settings, and one fold per workload for the cross-validation (each from its training
+    workload's counters, serial applies and timings only), and each fold again without the
+    driver's terms (the held-out ablation of the driver's ceiling)."""
+    meas = r16_measured()
+    wls = list(r16_workloads(limit).values())
     events = {w.name: w.mean_events for w in wls}
 
-    def base_from_counters(names: tuple) -> Profile:
+    def base_from_counters(train: list) -> Profile:
+        names = tuple(w.name for w in train)
         growth = r16.cpu_growth(events, workloads=names)
-        flush = r16.serial_flush_wait(workloads=names)["commit_default"]
-        return Profile("replica16", exec_default=0.0, commit_default=round(flush, 4), sync=0.0,
+        wait = r16.serial_flush_wait(workloads=names)["commit_default"]
+        cpu = fm.flush_cpu(wait, train)
+        # the durable redo flush: its device wait (the counters) and its CPU on the flushing
+        # thread (durable serial - relaxed serial - the wait); a relaxed replica has neither
+        return Profile("replica16", exec_default=0.0, commit_default=round(wait + cpu, 4),
+                       commit_cpu=round(cpu, 4), sync=0.0,
                        dispatch=0.0, retry=0.0, provenance="", cores=16, per_core_queues=True,
                        commit_grouped=True, shared_disk=True, log_replica_updates=False,
                        coordination_thread=round(growth["coordination_thread"], 4),
                        machine=r16.MACHINE)
-    configs = sorted(meas)
+    configs = [c for c in sorted(meas) if c[0] in R16_SEARCHED]
     # The worker's wait per event hand-off, tied to the driver's time per event by the ratio the
     # 2-core VM's one-thread runs measure (the only runs that show both; replica16 has none)
     handoff = calib_fit.handoff_ratio([os.path.join(CAL, name) for name in TWO_CORE])
     # three independent searches, one process each, all from the generic start: both workloads,
     # and one fold per held-out workload
-    _SEARCHES[:] = [(base_from_counters(r16.WORKLOADS), wls, meas, configs, maxiter, fm.START,
-                     handoff["ratio"])]
-    for held in wls:
-        train = [w for w in wls if w is not held]
-        _SEARCHES.append((base_from_counters(tuple(w.name for w in train)), train, meas,
-                          [c for c in configs if c[0] == train[0].name], maxiter, fm.COLD,
-                          handoff["ratio"]))
-    progress(f"replica16: {len(_SEARCHES)} searches (both workloads; one fold per workload)")
-    with multiprocessing.get_context("fork").Pool(len(_SEARCHES)) as pool:
+    _SEARCHES[:] = [(base_from_counters(wls), wls, meas, configs, maxiter, fm.START,
+                     handoff["ratio"], fm.TERMS)]
+    no_driver = tuple(t for t in fm.TERMS if t not in DRIVER_TERMS)
+    cold = dict(zip(fm.TERMS, fm.COLD))
+    for terms in (fm.TERMS, no_driver):
+        for held in wls:
+            train = [w for w in wls if w is not held]
+            _SEARCHES.append((base_from_counters(train), train, meas,
+                              [c for c in configs if c[1] == train[0].name], maxiter,
+                              tuple(cold[t] for t in terms), handoff["ratio"], terms))
+    progress(f"replica16: {len(_SEARCHES)} searches (both workloads; one fold per workload, "
+             f"with and without the driver's terms), {len(configs)} configurations "
+             f"({', '.join(R16_SEARCHED)})")
+    with multiprocessing.get_context("fork").Pool(min(len(_SEARCHES), os.cpu_count() or 1)) as pool:
         results = pool.map(_search, range(len(_SEARCHES)))
     (prof, loss), folds = results[0], results[1:]
-    cv = {held.name: fold for held, (fold, _) in zip(wls, folds)}
-    return {"profile": prof, "loss": loss, "cv": cv, "cpu_growth": r16.cpu_growth(events),
-            "flush": r16.serial_flush_wait(), "handoff": handoff, "configs": len(configs),
-            "fit_transactions": limit or "all"}
+    cv = {held.name: fold for held, (fold, _) in zip(wls, folds[:len(wls)])}
+    cv_no_driver = {held.name: fold for held, (fold, _) in zip(wls, folds[len(wls):])}
+    wait = r16.serial_flush_wait()
+    return {"profile": prof, "loss": loss, "cv": cv, "cv_without_driver": cv_no_driver,
+            "cpu_growth": r16.cpu_growth(events),
+            "flush": wait, "flush_cpu": fm.flush_cpu(wait["commit_default"], wls),
+            "serial_us": {w.name: w.serial_us_by for w in wls},
+            "handoff": handoff, "configs": len(configs), "fit_transactions": limit or "all"}
 
 
 _SEARCHES: list = []          # filled before the fork; a worker runs one by index
 
 
 def _search(i: int):
-    base, train, meas, configs, maxiter, start, handoff_ratio = _SEARCHES[i]
-    return fm.fit(base, train, meas, configs, maxiter=maxiter, start=start,
+    base, train, meas, configs, maxiter, start, handoff_ratio, terms = _SEARCHES[i]
+    return fm.fit(base, train, meas, configs, maxiter=maxiter, start=start, terms=terms,
                   handoff_ratio=handoff_ratio)
 
 
@@ -530,17 +729,28 @@ def cmd_fit(a) -> int:
     limit = 2000 if a.quick else None
     res = fit_replica16(a.maxiter, 2000 if a.fit_subset else limit)
     prof = res["profile"]
-    fitted_from = {t: "replica16 timings, both workloads, every configuration (training set)"
+    fitted_from = {t: "replica16 timings, both workloads, every durable configuration "
+                      "(training set; the relaxed parallel runs are not fitted)"
                    for t in fm.TERMS}
+    wait = res["flush"]
     fitted_from.update(
-        exec_default="the serial applies of both workloads (per transaction)",
-        exec_row="the serial applies of both workloads (per row changed: the mechanism, since "
-                 "these workloads' rows and events scale alike)",
-        coordination_thread="replica16 CPU counters (cpu_busy_cores x seconds): slope of the "
-                            "parallel-mode CPU per event against the thread count",
+        exec_default="the serial applies of both workloads at both durabilities (per "
+                     "transaction; each workload's mean of what its durable apply less the "
+                     "flush and its relaxed apply leave)",
+        exec_row="the same, per row changed (the mechanism, since these workloads' rows and "
+                 "events scale alike)",
+        coordination_thread="replica16 CPU counters (cpu_busy_cores x seconds), durable runs: "
+                            "slope of the parallel-mode CPU per event against the thread count",
         cores="the machine's CPU count",
-        commit_default="replica16 CPU counters: the serial applies' iowait x 16 cores x apply "
-                       "time / N (the SQL thread's redo flush; median of the 12 serial runs)",
+        commit_default=(f"the durable redo flush: its device wait {wait['commit_default']:.1f} "
+                        f"(replica16 CPU counters: the durable serial applies' iowait x 16 cores "
+                        f"x apply time / N, median of the {wait['runs']} runs) and its CPU "
+                        f"(commit_cpu); a relaxed replica has neither"),
+        commit_cpu=("the durable redo flush's CPU on the flushing thread (the O_DIRECT log write "
+                    "and fdatasync): durable serial - relaxed serial - the flush's device wait, "
+                    "per transaction, mean of both workloads ({})").format(", ".join(
+                        f"{w} {v['durable'] - v['relaxed'] - wait['commit_default']:.1f}"
+                        for w, v in res["serial_us"].items())),
         dispatch="0 by mechanism: the driver's work is per event (dispatch_event); one "
                  "workload cannot split it between per transaction and per event",
         handoff_event=("dispatch_event x {:.3f}: the worker gets its events at the driver's "
@@ -550,28 +760,36 @@ def cmd_fit(a) -> int:
                                f"{v:.3f}" for v in res["handoff"]["per_folder"].values())),
         per_core_queues="Linux's per-core run queues (not fitted; checked against "
                         "traces/calibration/chain_probe on the 2-core VM)",
-        band="cross-validation residuals (10th-90th pct)",
+        band="cross-validation residuals (10th-90th pct), per durability (bands)",
         sync="not measured (the replica wrote no binlog of its own, log_replica_updates off): "
-             "taken as one redo flush on the same disk, for --log-replica-updates on",
+             "taken as one redo flush on the same disk, its CPU part too, for "
+             "--log-replica-updates on",
         log_replica_updates="the replica's setting (log_slave_updates=OFF)")
-    # what the replica's settings were in every run (shared/replica16/README.md): predictions
-    # for others (`--durability relaxed`, `--log-replica-updates on`) say they were not measured
-    calibrated = {"durability": ["durable"], "cores": [prof.cores],
+    # what the replica's settings were in its runs (shared/replica16/README.md): predictions for
+    # others (`--log-replica-updates on`, other core counts) say they were not measured
+    calibrated = {"durability": list(R16_SETTINGS), "cores": [prof.cores],
                   "log_replica_updates": [False]}
     prof = replace(prof, fitted_from=fitted_from, machine=r16.MACHINE, sync=prof.commit_default,
-                   calibrated=calibrated,
+                   sync_cpu=prof.commit_cpu, calibrated=calibrated,
                    provenance=("fitted by traces/record/fidelity.py fit on every run of "
                                "shared/replica16 (MariaDB 10.11.19, 16 cores, 2 sysbench "
-                               "workloads, 6 rounds x 9 configurations, durable); CPU growth from "
-                               "its CPU counters; docs/calibration.md"))
+                               "workloads; the pipeline terms on the durable runs, 6 rounds x 9 "
+                               "configurations; the execution and the flush's CPU from the "
+                               "serial applies of both settings; one profile for both "
+                               "settings); CPU growth from its CPU counters; "
+                               "docs/calibration.md"))
     fit_json = {"profile": _profile_json(prof), "cv": {w: _profile_json(p)
                                                         for w, p in res["cv"].items()},
+                "cv_without_driver": {w: _profile_json(p)
+                                      for w, p in res["cv_without_driver"].items()},
                 "loss_mean_abs_log_error": res["loss"], "cpu_growth": res["cpu_growth"],
-                "serial_flush_wait": res["flush"], "handoff_ratio": res["handoff"],
+                "serial_flush_wait": res["flush"], "flush_cpu": res["flush_cpu"],
+                "serial_us_per_txn": res["serial_us"], "handoff_ratio": res["handoff"],
                 "fit_transactions": res["fit_transactions"]}
-    _write_json(R16_FIT, fit_json)          # the searches' result first; the band after
-    rows = replica16_rows(fit_json, full=not a.quick, ablations=False)
-    prof = replace(prof, band=_band(rows, "cv"))
+    _write_json(R16_FIT, fit_json)          # the searches' result first; the bands after
+    bands = {d: list(_band(replica16_rows(fit_json, full=not a.quick, ablations=False,
+                                          durability=d), "cv")) for d in R16_SETTINGS}
+    prof = replace(prof, band=tuple(bands["durable"]), bands=bands)
     fit_json["profile"] = _profile_json(prof)
     _write_json(R16_FIT, fit_json)
     calib_fit.merge_profiles(FITTED_PATH, [_profile_json(prof)])
@@ -632,9 +850,11 @@ def cmd_report(a) -> int:
     with open(R16_FIT) as f:
         fit_json = json.load(f)
     quiet = (lambda s: None) if not sys.stderr.isatty() else (lambda s: print(s, file=sys.stderr))
-    r16_rows = replica16_rows(fit_json, full=not a.quick, progress=quiet)
+    r16_rows = {d: replica16_rows(fit_json, full=not a.quick, progress=quiet, durability=d)
+                for d in R16_SETTINGS}
     two_rows = two_core_rows(progress=quiet)
-    md = markdown(r16_rows, two_rows, other_workload_rows(progress=quiet))
+    md = markdown(r16_rows, two_rows, other_workload_rows(progress=quiet),
+                  transfer_rows(progress=quiet))
     with open(OUT_MD + ".tmp", "w") as f:
         f.write(md)
     os.replace(OUT_MD + ".tmp", OUT_MD)

@@ -28,7 +28,8 @@ from record import _import_importers  # noqa: E402
 
 _import_importers()
 from commitsched.profiles import Profile, txn_events, txn_rows  # noqa: E402
-from commitsched.schedulers import run_scheduler  # noqa: E402
+from commitsched import columnar, engine  # noqa: E402
+from commitsched.schedulers import parse_scheduler, run_scheduler  # noqa: E402
 from commitsched.trace import load_trace  # noqa: E402
 
 # The fitted terms, in the order of the parameter vector. Not searched: the redo flush
@@ -57,19 +58,43 @@ START = COLD
 
 
 class Workload:
-    """A trace (optionally its first `limit` transactions) with its measured serial time."""
+    """A trace (optionally its first `limit` transactions) with its measured serial time: one
+    figure (seconds; a durable replica's) or one per durability setting the replica was
+    measured at ({"durable": s, "relaxed": s})."""
 
-    def __init__(self, name: str, path: str, serial_s: float, limit: int | None = None):
+    def __init__(self, name: str, path: str, serial_s, limit: int | None = None):
         self.name = name
         txns = load_trace(path).txns
         self.full_count = len(txns)
         self.txns = txns[:limit] if limit else txns
-        self.serial_us = serial_s * 1e6 / self.full_count     # per transaction
+        self.columns = columnar.from_txns(self.txns) if engine.available() else None
+        serials = serial_s if isinstance(serial_s, dict) else {"durable": serial_s}
+        # per transaction, per durability
+        self.serial_us_by = {d: s * 1e6 / self.full_count for d, s in serials.items()}
+        self.serial_us = next(iter(self.serial_us_by.values()))
         self.mean_events = statistics.fmean(txn_events(t) for t in self.txns)
         self.mean_rows = statistics.fmean(txn_rows(t) for t in self.txns)
 
+    def only(self, durability: str) -> "Workload":
+        """The same workload with only the serial apply of one durability setting: what a
+        prediction at that setting is given (cross-validation: the predicted workload's serial
+        rate)."""
+        out = object.__new__(Workload)
+        out.__dict__.update(self.__dict__)
+        out.serial_us_by = {durability: self.serial_us_by[durability]}
+        out.serial_us = out.serial_us_by[durability]
+        return out
 
-def makespan(txns, scheduler: str, workers: int, profile: Profile) -> float:
+
+def makespan(txns, scheduler: str, workers: int, profile: Profile, columns=None) -> float:
+    """The replay's makespan (µs): in the compiled core when `columns` (the transactions'
+    `columnar.Columns`) are given and the core has the run (the same schedule as the reference
+    model, tests/test_engine_*; a fit simulates thousands of replays), else in the reference."""
+    if columns is not None and engine.available() and engine.default() == "compiled":
+        sched = parse_scheduler(scheduler)
+        if engine.unsupported(sched, columns) is None:
+            return float(engine.simulate(sched, columns, workers, profile,
+                                         schedule=True)["commit"].max())
     end = 0.0
 
     def sink(run):
@@ -83,33 +108,54 @@ def with_exec(profile: Profile, workloads: list[Workload], clamp: bool = False) 
     """`profile` with `exec_default` (and `exec_row` when two workloads differ in rows) solved
     so that the serial replay takes each workload's measured serial time. Per row, not per
     event: InnoDB's work is per row changed, and these workloads (one row per rows event) cannot
-    tell the two apart, so the mechanism decides, not the fit. None when that needs
-    a negative execution cost (the other terms already exceed the serial time), or with `clamp`
-    an execution cost of 0 (the serial replay then takes longer than measured)."""
-    def overhead(w):   # the serial replay's per-transaction cost besides execution
-        return (profile.dispatch + profile.dispatch_event * w.mean_events
-                + profile.commit_default + profile.group_sync)
+    tell the two apart, so the mechanism decides, not the fit. A workload measured at both
+    durabilities gives two serial applies of one execution: the durable one also pays the redo
+    flush (`commit_default`), the relaxed one does not; its execution is the mean of what the
+    two leave, so that neither setting's serial replay is preferred (their difference beyond
+    the flush is `flush_cpu`'s). None when that needs a negative execution cost (the other
+    terms already exceed the serial time), or with `clamp` an execution cost of 0 (the serial
+    replay then takes longer than measured)."""
+    def left(w):        # what the serial applies leave for execution, per transaction
+        out = []
+        for durability, serial_us in w.serial_us_by.items():
+            p = profile.with_durability(durability)
+            out.append(serial_us - (p.dispatch + p.dispatch_event * w.mean_events
+                                    + p.commit_default + p.group_sync))
+        return statistics.fmean(out)
     if len(workloads) >= 2:
         a, b = sorted(workloads[:2], key=lambda w: w.mean_rows)
         if b.mean_rows - a.mean_rows > 0.5:
-            slope = ((b.serial_us - overhead(b)) - (a.serial_us - overhead(a))) / (
-                b.mean_rows - a.mean_rows)
-            base = a.serial_us - overhead(a) - slope * a.mean_rows
+            slope = (left(b) - left(a)) / (b.mean_rows - a.mean_rows)
+            base = left(a) - slope * a.mean_rows
             if slope < 0 or base < 0:
                 return None
             return replace(profile, exec_default=base, exec_event=0.0, exec_row=slope)
-    w = workloads[0]
-    base = w.serial_us - overhead(w)
+    base = left(workloads[0])
     if base < 0 and clamp:
         base = 0.0
     return (replace(profile, exec_default=base, exec_event=0.0, exec_row=0.0) if base >= 0
             else None)
 
 
+def flush_cpu(flush_wait: float, workloads: list[Workload]) -> float:
+    """The durable redo flush's cost beyond its device wait, per transaction (µs): what a
+    durable serial apply takes longer than a relaxed one of the same workload, less the wait
+    the counters measure (`flush_wait`, the serial applies' iowait): the O_DIRECT log write
+    and `fdatasync` on the committing thread (system calls, the virtio kick, the completion
+    interrupt, waking from the sleep). The mean over the workloads measured at both settings;
+    0 when none was, or when the difference is within the wait."""
+    both = [w for w in workloads if {"durable", "relaxed"} <= set(w.serial_us_by)]
+    if not both:
+        return 0.0
+    extra = statistics.fmean(w.serial_us_by["durable"] - w.serial_us_by["relaxed"] for w in both)
+    return max(0.0, extra - flush_wait)
+
+
 def predict(workload: Workload, profile: Profile, mode: str, workers: int) -> float:
     """The model's speedup of `commit_id+mariadb_<mode>` at W = workers over its serial replay."""
-    serial = makespan(workload.txns, "serial", 1, profile)
-    return serial / makespan(workload.txns, f"commit_id+mariadb_{mode}", workers, profile)
+    serial = makespan(workload.txns, "serial", 1, profile, workload.columns)
+    return serial / makespan(workload.txns, f"commit_id+mariadb_{mode}", workers, profile,
+                             workload.columns)
 
 
 def profile_from(theta, base: Profile, terms=None, handoff_ratio: float | None = None) -> Profile:
@@ -126,7 +172,9 @@ def fit(base: Profile, workloads: list[Workload], measured: dict, configs: list[
         terms=TERMS, restarts: int = 2,
         handoff_ratio: float | None = None) -> tuple[Profile, float]:
     """The fitted profile (exec solved per `with_exec`) and its mean |log error| on `configs`
-    ((workload name, mode, threads), measured[...]["median"] the target speedup)."""
+    ((durability, workload name, mode, threads), measured[...]["median"] the target speedup):
+    one profile for every durability, each configuration predicted with the profile at its
+    setting (`Profile.with_durability`)."""
     from scipy.optimize import minimize
     by_name = {w.name: w for w in workloads}
     evals = 0
@@ -138,8 +186,9 @@ def fit(base: Profile, workloads: list[Workload], measured: dict, configs: list[
                          workloads)
         if prof is None:
             return 10.0
-        errs = [abs(math.log(predict(by_name[w], prof, mode, n) / measured[(w, mode, n)]["median"]))
-                for w, mode, n in configs]
+        errs = [abs(math.log(predict(by_name[w], prof.with_durability(d), mode, n)
+                             / measured[(d, w, mode, n)]["median"]))
+                for d, w, mode, n in configs]
         value = statistics.fmean(errs)
         if evals % 20 == 0:
             progress(f"  fit: {evals} evaluations, mean |log error| {value:.3f}")

@@ -6,10 +6,11 @@
         --configs t1-fc16-durable,t2-fc16-durable        # a piece of the campaign
     python traces/record/galera_measure.py fsync --out traces/calibration/galera  # the disk probe
 
-A configuration is `t<wsrep_slave_threads>-fc<gcs.fc_limit>-<durable|relaxed>`. For each one a
+A configuration is `t<wsrep_slave_threads>-fc<gcs.fc_limit>-<durable|relaxed>`, optionally with
+`-ff<gcs.fc_factor>` (default 1.0) and `-tab<sysbench tables>` (default 4) after it. For each one a
 fresh cluster is started (traces/record/galera_cluster.py: node 0 bootstraps, nodes 1 and 2 join
 by rsync SST; every node with log_bin and log_slave_updates), sysbench prepares oltp_write_only
-(4 tables x 10,000 rows) on node 0, and a single writer (sysbench, 32 client threads, node 0
+(4 tables x 10,000 rows, or -tab<N>) on node 0, and a single writer (sysbench, 32 client threads, node 0
 only) is driven:
   1. warm-up, 15 s unthrottled;
   2. probe, 20 s unthrottled (`--rate=0`): the writer's own tps (`tps_unthrottled`);
@@ -43,7 +44,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from galera_cluster import ClusterError, GaleraCluster  # noqa: E402
+from galera_cluster import BASE_PORT, ClusterError, GaleraCluster  # noqa: E402
 
 TABLES, TABLE_SIZE, CLIENTS = 4, 10000, 32
 WARMUP_S, PROBE_S, STEP_S, BISECT_STEPS = 15, 20, 30, 6
@@ -60,14 +61,26 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def parse_config(name: str) -> dict:
+    """`t<threads>-fc<limit>-<durable|relaxed>`, optionally followed by `-ff<gcs.fc_factor>`
+    (default 1.0) and `-tab<tables>` (sysbench tables, default 4), in that order."""
     try:
-        t, fc, dur = name.split("-")
+        parts = name.split("-")
+        t, fc, dur, extra = parts[0], parts[1], parts[2], parts[3:]
         assert t[0] == "t" and fc[:2] == "fc" and dur in ("durable", "relaxed")
+        factor, tables = 1.0, TABLES
+        if extra and extra[0].startswith("ff"):
+            factor = float(extra.pop(0)[2:])
+            assert 0 < factor <= 1
+        if extra and extra[0].startswith("tab"):
+            tables = int(extra.pop(0)[3:])
+            assert tables >= 1
+        assert not extra
         return {"name": name, "slave_threads": int(t[1:]), "fc_limit": int(fc[2:]),
-                "durability": dur}
-    except (ValueError, AssertionError):
+                "durability": dur, "fc_factor": factor, "tables": tables}
+    except (ValueError, AssertionError, IndexError):
         raise SystemExit(f"galera_measure: bad configuration {name!r}: give t<threads>-fc<limit>-"
-                         f"<durable|relaxed>, e.g. t2-fc16-durable") from None
+                         f"<durable|relaxed>[-ff<fc_factor>][-tab<tables>], e.g. t2-fc16-durable "
+                         f"or t2-fc16-durable-ff0.5-tab1") from None
 
 
 def settings_of(cfg: dict) -> dict:
@@ -93,11 +106,11 @@ def log(msg: str) -> None:
 
 
 class Campaign:
-    def __init__(self, cluster: GaleraCluster):
+    def __init__(self, cluster: GaleraCluster, tables: int = TABLES):
         self.c = cluster
         n0 = cluster.nodes[0]
         self.sb = ["sysbench", "oltp_write_only", "--db-driver=mysql",
-                   f"--mysql-socket={n0.sock}", "--mysql-user=root", f"--tables={TABLES}",
+                   f"--mysql-socket={n0.sock}", "--mysql-user=root", f"--tables={tables}",
                    f"--table-size={TABLE_SIZE}", "--mysql-db=sbtest", "--mysql-ignore-errors=all"]
 
     def prepare(self) -> None:
@@ -170,14 +183,16 @@ def kept_up(step: dict) -> bool:
             and max(step["queue_end"]) <= max(30, 0.02 * offered))
 
 
-def run_config(cfg: dict, out_dir: str, workdir: str, record_binlog: bool) -> tuple[dict, list]:
+def run_config(cfg: dict, out_dir: str, workdir: str, record_binlog: bool,
+               base_port: int = BASE_PORT) -> tuple[dict, list]:
     log(f"{cfg['name']}: starting the cluster")
     t_start = time.time()
     cluster = GaleraCluster(workdir, 3, settings=settings_of(cfg),
                             provider_options={"gcs.fc_limit": cfg["fc_limit"],
-                                              "gcs.fc_factor": "1.0"})
+                                              "gcs.fc_factor": str(cfg["fc_factor"])},
+                            base_port=base_port)
     with cluster:
-        camp = Campaign(cluster)
+        camp = Campaign(cluster, cfg["tables"])
         camp.prepare()
         log(f"{cfg['name']}: warm-up {WARMUP_S} s")
         camp.step(WARMUP_S, 0)
@@ -261,12 +276,14 @@ def cmd_run(a) -> int:
     meta = json.load(open(meta_path)) if os.path.exists(meta_path) else {"pieces": []}
     piece = {"started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
              "configs": [c["name"] for c in cfgs], "machine": machine(),
-             "workload": {"sysbench": "oltp_write_only", "tables": TABLES,
+             "base_port": a.base_port,
+             "workload": {"sysbench": "oltp_write_only",
+                          "tables": sorted({c["tables"] for c in cfgs}),
                           "table_size": TABLE_SIZE, "clients": CLIENTS, "writer": "node0",
                           "warmup_s": WARMUP_S, "probe_s": PROBE_S, "step_s": STEP_S,
                           "bisect_steps": BISECT_STEPS}}
     for cfg in cfgs:
-        row, steps = run_config(cfg, a.out, a.workdir, a.record_binlog)
+        row, steps = run_config(cfg, a.out, a.workdir, a.record_binlog, a.base_port)
         with open(os.path.join(a.out, "steps.jsonl"), "a") as f:
             for s in steps:
                 f.write(json.dumps(s) + "\n")
@@ -322,6 +339,9 @@ def main(argv=None) -> int:
                    help="comma-separated t<threads>-fc<limit>-<durable|relaxed>")
     r.add_argument("--out", default="traces/calibration/galera")
     r.add_argument("--workdir", default="build/galera-measure")
+    r.add_argument("--base-port", type=int, default=BASE_PORT,
+                   help=f"the cluster's port block: node i uses BASE + 10 i .. + 3 (default "
+                        f"{BASE_PORT})")
     r.add_argument("--quick", action="store_true",
                    help="seconds instead of minutes: checks the script, measures nothing")
     r.add_argument("--record-binlog", action="store_true",

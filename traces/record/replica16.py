@@ -1,9 +1,11 @@
 """The 16-core measurements (`traces/calibration/replica16/`, copied from shared/replica16): a real
 MariaDB 10.11 replica applying two recorded sysbench workloads, serial and conservative /
-optimistic at 2-16 threads, 6 rounds, durable (sync_binlog=1, innodb_flush_log_at_trx_commit=1).
+optimistic at 2-16 threads: durable (sync_binlog=1, innodb_flush_log_at_trx_commit=1, 6 rounds,
+`timings.csv`) and relaxed (0 / 2, 3 rounds, `timings_relaxed.csv`), the same machine, recordings
+and procedure. Every function takes the replica's `durability` (default durable).
 
 `measured()` gives per configuration the speedups against the same round's serial apply;
-`traces()` the imported binlogs (imported with `commitsched import primary-bin.NNNNNN
+`trace_path()` the imported binlogs (imported with `commitsched import primary-bin.NNNNNN
 --schema sbtest_schema.sql`, which fills each transaction's events, bytes and rows).
 """
 from __future__ import annotations
@@ -15,12 +17,14 @@ import statistics
 HERE = os.path.dirname(os.path.abspath(__file__))
 FOLDER = os.path.join(os.path.dirname(HERE), "calibration", "replica16")
 WORKLOADS = ("oltp_rw_64", "update_index_48")
+# the timings file of each durability setting of the replica
+TIMINGS = {"durable": "timings.csv", "relaxed": "timings_relaxed.csv"}
 MACHINE = ("a 16-core Intel Xeon KVM guest (125 GiB, local virtio disk, fdatasync "
            "probe 0.08-0.09 ms), MariaDB 10.11.19, measured by shared/replica16")
 
 
-def load_rows(folder: str = FOLDER) -> list[dict]:
-    with open(os.path.join(folder, "timings.csv"), newline="") as f:
+def load_rows(folder: str = FOLDER, durability: str = "durable") -> list[dict]:
+    with open(os.path.join(folder, TIMINGS[durability]), newline="") as f:
         rows = list(csv.DictReader(f))
     for r in rows:
         r["threads"] = int(r["threads"])
@@ -30,10 +34,10 @@ def load_rows(folder: str = FOLDER) -> list[dict]:
     return rows
 
 
-def measured(folder: str = FOLDER) -> dict[tuple, dict]:
+def measured(folder: str = FOLDER, durability: str = "durable") -> dict[tuple, dict]:
     """(workload, mode, threads) -> {"speedups": [...], "median", "min", "max", "serial_s"}:
     each parallel run's speedup over the serial run of the same workload and round."""
-    rows = load_rows(folder)
+    rows = load_rows(folder, durability)
     serial = {(r["workload"], r["round"]): r["seconds"] for r in rows if r["mode"] == "serial"}
     out: dict[tuple, dict] = {}
     for r in rows:
@@ -50,9 +54,9 @@ def measured(folder: str = FOLDER) -> dict[tuple, dict]:
     return out
 
 
-def serial_seconds(folder: str = FOLDER) -> dict[str, float]:
+def serial_seconds(folder: str = FOLDER, durability: str = "durable") -> dict[str, float]:
     """The median serial apply time of each workload."""
-    rows = load_rows(folder)
+    rows = load_rows(folder, durability)
     return {w: statistics.median(r["seconds"] for r in rows
                                  if r["workload"] == w and r["mode"] == "serial")
             for w in WORKLOADS}
@@ -63,7 +67,7 @@ def trace_path(workload: str, folder: str = FOLDER) -> str:
 
 
 def cpu_growth(events: dict[str, float], folder: str = FOLDER,
-               workloads: tuple | None = None) -> dict:
+               workloads: tuple | None = None, durability: str = "durable") -> dict:
     """The worker CPU that parallel mode adds per binlog event, and how it grows with the thread
     count, from the replica's CPU counters (never from its timings): for every parallel run,
     (busy cores x apply time / N - the same workload's median serial CPU per transaction) /
@@ -72,7 +76,7 @@ def cpu_growth(events: dict[str, float], folder: str = FOLDER,
     (all by default; a cross-validation fold uses its training workload's only)."""
     import numpy as np
     workloads = workloads or WORKLOADS
-    rows = load_rows(folder)
+    rows = load_rows(folder, durability)
     n = {w: sum(1 for _ in open_trace_lines(w, folder)) for w in workloads}
     serial_cpu = {w: statistics.median(r["cpu_busy_cores"] * r["seconds"] / n[w] * 1e6
                                        for r in rows if r["workload"] == w and r["mode"] == "serial")
@@ -92,13 +96,14 @@ def cpu_growth(events: dict[str, float], folder: str = FOLDER,
             "residual_sd_us_per_event": float(resid.std())}
 
 
-def serial_flush_wait(folder: str = FOLDER, workloads: tuple | None = None) -> dict:
+def serial_flush_wait(folder: str = FOLDER, workloads: tuple | None = None,
+                      durability: str = "durable") -> dict:
     """The redo-log flush a serial apply waits for per transaction, from the counters (never the
     timings): the SQL thread is the only one waiting for the disk, and a CPU is idle in iowait
     while it does, so iowait share x cores x apply time / N. The median over every serial run
     of the given workloads (all by default; a cross-validation fold its training workload's)."""
     workloads = workloads or WORKLOADS
-    rows = load_rows(folder)
+    rows = load_rows(folder, durability)
     n = {w: sum(1 for _ in open_trace_lines(w, folder)) for w in workloads}
     cores = 16
     waits = [float(r["cpu_iowait_pct"]) / 100 * cores * r["seconds"] / n[r["workload"]] * 1e6
