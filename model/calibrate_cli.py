@@ -82,11 +82,21 @@ def summary(result, window, profile, path: str) -> str:
              f"{s.get('scheduler')} W={s.get('workers')}, {s.get('durability')}, "
              f"log_replica_updates {'on' if s.get('log_replica_updates') else 'off'}, "
              f"{profile.cores} cores",
-             f"  CPU terms: {result.cpu_scale:.3f} x the base profile's (fitted on "
-             f"{result.samples_used} samples with a backlog; mean squared error "
-             f"{result.loss:.1f} transactions^2)",
-             f"  flush latencies: {result.flush_scale:.3f} x the base profile's "
-             f"(fsync {window.fsync_ms} ms)"]
+             ]
+    fitted = (f"fitted on {result.samples_used} samples with a backlog; mean squared error "
+              f"{result.loss:.1f} transactions^2")
+    if result.cpu_measured is not None:
+        lines += [f"  CPU terms: {result.cpu_scale:.3f} x the base profile's (the replica's "
+                  f"CPU time: {result.cpu_measured:.0f} µs a transaction applied)",
+                  f"  flush latencies: {result.flush_scale:.3f} x the base profile's ({fitted}; "
+                  f"the fsync probe, {window.fsync_ms} ms, said {result.prior_flush:.3f})"]
+    else:
+        lines += [f"  CPU terms: {result.cpu_scale:.3f} x the base profile's ({fitted})",
+                  f"  flush latencies: {result.flush_scale:.3f} x the base profile's "
+                  f"(fsync {window.fsync_ms} ms)"]
+    if profile.log_write:
+        lines.append(f"  the redo log's unbuffered write: {profile.log_write:.1f} µs a group "
+                     f"commit, relaxed too (innodb_log_file_buffering=OFF)")
     if result.measured_drain is not None:
         fitted = ("never" if result.fitted_drain is None else f"{result.fitted_drain:.2f} s")
         lines.append(f"  the probe's drain: measured {result.measured_drain:.2f} s, replayed "

@@ -33,6 +33,7 @@ import numpy as np
 
 from .metrics import PER_SECOND
 from .profiles import Profile
+from .applier_cpu import AppliersCpu
 from .replay import source_times
 from .replica_live import LiveError, mariadb_position, mysql_position
 
@@ -67,6 +68,13 @@ class Window:
     cores: int | None
     workers_before: dict | None = None
     workers_after: dict | None = None
+    # the applier threads' CPU at each sample ([CPU s, run-queue wait s, voluntary context
+    # switches], model/applier_cpu.py) and what was read ("threads", "process"); None:
+    # the replica is not on this machine
+    cpu: list | None = None
+    cpu_source: str | None = None
+    # the quiet probes before the window (ms): the redo log's O_DIRECT write of one page
+    log_write_ms: float | None = None
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": 1, **asdict(self)}
@@ -93,6 +101,15 @@ class Window:
         if len(samples) < 2:
             raise CalibrateError(f"{path}: fewer than two samples")
         w.samples = samples
+        if w.cpu is not None:
+            try:
+                w.cpu = [(float(c), float(q), int(n)) for c, q, n in w.cpu]
+            except (TypeError, ValueError):
+                raise CalibrateError(f"{path}: a malformed window (cpu must be [CPU s, wait s, "
+                                     f"switches] per sample)") from None
+            if len(w.cpu) != len(samples):
+                raise CalibrateError(f"{path}: {len(w.cpu)} CPU readings for {len(samples)} "
+                                     f"samples")
         return w
 
 
@@ -104,6 +121,18 @@ def local_datadir(settings: dict, address) -> str | None:
         return None
     d = settings.get("datadir") or ""
     return d if d and os.path.isdir(d) and os.access(d, os.W_OK) else None
+
+
+def local_pid(settings: dict, address) -> int | None:
+    """The replica's server process id, when it runs on this machine."""
+    if address.socket is None and address.host not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    try:
+        with open(settings.get("pid_file") or "", encoding="ascii") as f:
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if os.path.isdir(f"/proc/{pid}") else None
 
 
 def local_cores(settings: dict, address) -> int | None:
@@ -135,6 +164,32 @@ def fsync_ms(directory: str, n: int = 50) -> float:
     return round(float(np.median(lat)), 4)
 
 
+def direct_write_ms(directory: str, n: int = 50) -> float | None:
+    """Median latency (ms) of a 4 KiB O_DIRECT write in `directory` (InnoDB's redo log write
+    when innodb_log_file_buffering=OFF: the device's, without a flush); None where the file
+    system refuses O_DIRECT."""
+    import mmap
+    path = os.path.join(directory, f".commitsched-direct-{os.getpid()}")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o600)
+    except (OSError, AttributeError):
+        return None
+    buf = mmap.mmap(-1, 4096)                 # page-aligned, as O_DIRECT needs
+    buf.write(b"x" * 4096)
+    lat = []
+    try:
+        for i in range(n):
+            t = time.perf_counter()
+            os.pwrite(fd, buf, 4096 * (i % 16))
+            lat.append((time.perf_counter() - t) * 1e3)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return round(float(np.median(lat)), 4)
+
+
 def received(conn, flavor: str) -> str:
     """What the replica's IO thread has received (MariaDB `Gtid_IO_Pos`, MySQL
     `Retrieved_Gtid_Set`); LiveError if the server is not a replica."""
@@ -160,12 +215,17 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
         flavor = settings.flavor
         received(conn, flavor)                 # a replica at all?
         s = settings.to_json()
+        # the disk probed before the window, while the replica has not been disturbed yet:
+        # a prior and a diagnostic (the fit takes the flush latency from the pace)
+        d = local_datadir(s, address)
         if fsync is None:
-            d = local_datadir(s, address)
             fsync = fsync_ms(d) if d else None
+        log_write = direct_write_ms(d) if d else None
         if cores is None:
             cores = local_cores(s, address)
         before = worker_counts(conn)
+        appliers = AppliersCpu(conn, local_pid(s, address))
+        cpu: list = []
         samples: list = []
         state = {"stopped": None, "started": None}
         start = clock()
@@ -175,6 +235,8 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
             while True:
                 now = clock()
                 samples.append((now, applied(conn, flavor), received(conn, flavor)))
+                reading = appliers.read()
+                cpu.append(reading)
                 since = now - start
                 if probe and state["stopped"] is None and since >= probe_at:
                     progress(f"probe: SQL thread stopped for {probe:g} s")
@@ -185,6 +247,7 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
                     start_sql_thread(conn, flavor)
                     stopped = False
                     state["started"] = clock()
+                    appliers.refresh()              # the SQL thread is a new thread
                     progress("probe: SQL thread started again; timing the catch-up")
                 done = now >= deadline and not stopped
                 if done and state["started"] is not None:
@@ -204,8 +267,11 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
     probe_info = None
     if state["stopped"] is not None:
         probe_info = {"stop": state["stopped"], "start": state["started"], "seconds": probe}
+    readable = all(c is not None for c in cpu)
     return Window(address.label(), s, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)),
-                  interval, samples, probe_info, fsync, cores, before, after)
+                  interval, samples, probe_info, fsync, cores, before, after,
+                  cpu if readable and cpu else None,
+                  appliers.source if readable and cpu else None, log_write)
 
 
 def _caught_up(applied_state: str, received_state: str, flavor: str) -> bool:
@@ -301,7 +367,8 @@ def nearest_base(cores: int | None) -> str:
 
 
 def scaled_profile(base: Profile, cpu_scale: float, flush_scale: float, **settings) -> Profile:
-    """`base` with its CPU terms times `cpu_scale`, its flush latencies times `flush_scale`."""
+    """`base` with its CPU terms times `cpu_scale`, its flush latencies times `flush_scale`
+    (`settings` replace terms: cores, durability, log_write, ...)."""
     kw = {k: getattr(base, k) * cpu_scale for k in CPU_TERMS}
     kw["sync_cpu"] = base.sync_cpu * cpu_scale
     kw["commit_cpu"] = base.commit_cpu * cpu_scale
@@ -342,6 +409,8 @@ class Fit:
     workers: int
     notes: list
     predicted_share: list = field(default_factory=list)   # by worker, largest first
+    cpu_measured: float | None = None     # the replica's CPU µs per transaction applied
+    prior_flush: float = 1.0              # the fsync probe's flush scale (the prior)
 
 
 @dataclass
@@ -398,10 +467,52 @@ def shares(counts: dict) -> list[float]:
     return sorted((c / total for c in counts.values()), reverse=True) if total else []
 
 
+def measured_cpu_per_txn(window: Window, wt: WindowTrace, used: np.ndarray) -> float | None:
+    """The replica's CPU µs per transaction it applied over the backlog samples (the applier
+    threads', or the process's), from the window's CPU readings; None without them or with
+    too few transactions applied (fewer than 100) to say."""
+    if window.cpu is None or used.size < 2:
+        return None
+    i, j = int(used[0]), int(used[-1])
+    applied = int(wt.applied[j] - wt.applied[i])
+    cpu = window.cpu[j][0] - window.cpu[i][0]
+    if applied < 100 or cpu <= 0:
+        return None
+    return 1e6 * cpu / applied
+
+
+def model_cpu_per_txn(profile: Profile, txns: list, scheduler: str, workers: int,
+                      background: bool) -> float:
+    """The profile's CPU µs per transaction of `txns` at this configuration: what its terms put
+    on a core (execution, the driver's dispatch, the commit's and the binlog sync's CPU, the
+    parallel mode's coordination and contention, and with `background` the server's other
+    threads'). A parallel replica's binlog sync is counted once per transaction (groups of
+    one: an upper bound; the groups' size is the replay's)."""
+    serial = scheduler == "serial"
+    w = 1 if serial else workers
+    total = 0.0
+    for txn in txns:
+        cost = profile.exec_cost(txn)
+        if not serial:
+            cost = (profile.parallel_exec(txn, cost, w) + profile.member_cost(txn)
+                    + profile.contention_cpu(txn, w))
+        total += cost + profile.dispatch_cost(txn, w)
+    n = max(len(txns), 1)
+    per_txn = total / n + profile.commit_cpu
+    if profile.log_replica_updates:
+        per_txn += profile.sync_cpu
+    if background:
+        per_txn += profile.background_cpu
+    return per_txn
+
+
 def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
         fsync: float | None = None, progress=lambda s: None) -> Fit:
-    """Fit `cpu_scale` (module doc). CalibrateError when the window cannot say."""
-    from scipy.optimize import minimize_scalar
+    """Fit the machine's CPU scale and its flush latencies' (module doc). With the replica's
+    CPU time (a local replica), `cpu_scale` is its CPU per applied transaction over the base's
+    and `flush_scale` the one that makes the replay follow the measured pace; without it (a
+    remote replica), `flush_scale` is the fsync probe's and `cpu_scale` follows the pace.
+    CalibrateError when the window cannot say."""
     wt = window_trace(window, txns)
     s = window.settings
     notes = []
@@ -412,11 +523,11 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
     fsync = fsync if fsync is not None else window.fsync_ms
     base_fsync = BASE_FSYNC_MS.get(base.name)
     if fsync is not None and base_fsync:
-        flush_scale = fsync / base_fsync
+        prior_flush = fsync / base_fsync
     else:
-        flush_scale = 1.0
+        prior_flush = 1.0
         notes.append("the replica's fsync latency was not measured (not on this machine; "
-                     "--fsync-ms): the base machine's flush latencies are kept")
+                     "--fsync-ms): the base machine's flush latencies are the prior")
     cores = cores or window.cores or base.cores
     if cores != base.cores:
         notes.append(f"cores: {cores} (the base profile's machine had {base.cores})")
@@ -432,50 +543,104 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
     scheduler, workers = s["scheduler"], int(s["workers"])
     # the durable machine's terms; a relaxed replica gets them through with_durability
     durability = s["durability"]
+    # an unbuffered redo log (innodb_log_file_buffering=OFF) is written to the device at every
+    # commit, relaxed too: the probe's O_DIRECT write (as measured: a busy disk slows a sync far
+    # more than a write, so the fsync probe's slowdown does not carry to it)
+    unbuffered = s.get("log_file_buffered") is False
+    write_us = 1e3 * window.log_write_ms if unbuffered and window.log_write_ms else 0.0
+    if unbuffered and not write_us:
+        notes.append("the redo log is unbuffered (innodb_log_file_buffering=OFF) but its write "
+                     "latency was not probed: a relaxed prediction leaves the write out")
 
-    def profile_for(log_scale: float) -> Profile:
-        """The machine (durable terms) at this scale, then the replica's durability."""
-        return scaled_profile(base, math.exp(log_scale), flush_scale, **settings)
+    def profile_for(cpu_scale: float, flush_scale: float) -> Profile:
+        """The machine (durable terms) at these scales, then the replica's durability."""
+        return scaled_profile(base, cpu_scale, flush_scale,
+                              log_write=write_us, **settings)
 
-    def as_measured(log_scale: float) -> Profile:
-        return profile_for(log_scale).with_durability(durability)
-
-    def loss(log_scale: float) -> float:
-        sim = simulate_applied(wt, window, scheduler, workers, as_measured(log_scale),
-                               start_index).applied
+    def loss_of(profile: Profile) -> float:
+        sim = simulate_applied(wt, window, scheduler, workers,
+                               profile.with_durability(durability), start_index).applied
         err = (sim[used] - wt.applied[used]).astype(float)
         return float(np.mean(err * err))
 
-    # A grid first: far from the answer the loss flattens (a replay that never drains within
-    # the window, or drains at once, misses every sample alike), where a scalar search alone
-    # can stop; then a bounded search between the best point's neighbours.
-    grid = np.linspace(math.log(0.02), math.log(50.0), 33)
-    losses = []
-    for i, x in enumerate(grid):
-        progress(f"fitting the replica's CPU scale: {i + 1}/{len(grid)}")
-        losses.append(loss(x))
-    best = int(np.argmin(losses))
-    lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
-    progress("fitting the replica's CPU scale: refining")
-    res = minimize_scalar(loss, bounds=(lo, hi), method="bounded", options={"xatol": 2e-3})
-    if res.fun > losses[best]:
-        res.x, res.fun = grid[best], losses[best]
-    cpu_scale = math.exp(res.x)
-    if res.x <= grid[0] + 1e-9 or res.x >= grid[-1] - 1e-9:
-        # no scale within the search fits: at the lower limit the flush latencies alone (the
-        # fsync probe's) are already slower than the measured pace
-        notes.append(f"the CPU scale ended at the search's limit ({cpu_scale:.3g}): no machine "
-                     f"speed reproduces the measured pace"
-                     + (f" with flush latencies {flush_scale:.2f}x the base's (the fsync probe; "
-                        f"a probe taken while the disk was busy reads slow)"
-                        if res.x <= grid[0] + 1e-9 else ""))
-    profile = profile_for(res.x)
+    cpu_measured = measured_cpu_per_txn(window, wt, used)
+    if cpu_measured is not None:
+        background = window.cpu_source == "process"
+        at_one = profile_for(1.0, prior_flush).with_durability(durability)
+        lo, hi = int(wt.applied[used[0]]), int(wt.applied[used[-1]])
+        cpu_scale = cpu_measured / model_cpu_per_txn(at_one, txns[lo:hi] or txns, scheduler,
+                                                     workers, background)
+        what = ("its applier threads'" if window.cpu_source == "threads" else
+                "its process's (the IO and background threads' counted too: no thread ids)")
+        notes.append(f"CPU scale from the replica's measured CPU time, {what}: "
+                     f"{cpu_measured:.0f} µs a transaction applied; the flush latencies fitted "
+                     f"to the pace" + (f" (the fsync probe before the window said {prior_flush:.2f}x)"
+                                       if fsync is not None else ""))
+        if durability == "relaxed" and not write_us:
+            # nothing of the pace depends on the flush: keep the probe's
+            flush_scale = prior_flush
+            res_fun = loss_of(profile_for(cpu_scale, flush_scale))
+            notes.append("a relaxed replica's pace says nothing of its flushes: the flush "
+                         "latencies are the fsync probe's")
+        else:
+            res_x, res_fun = _search(lambda x: loss_of(profile_for(cpu_scale, math.exp(x))),
+                                     "the replica's flush latencies", progress)
+            flush_scale = math.exp(res_x)
+            if _at_limit(res_x):
+                notes.append(f"the flush scale ended at the search's limit ({flush_scale:.3g}): "
+                             f"no flush latency reproduces the measured pace with the measured "
+                             f"CPU")
+    else:
+        flush_scale = prior_flush
+        notes.append("the replica's CPU time was not read (not on this machine): the CPU scale "
+                     "is fitted to the pace, the flush latencies are the fsync probe's")
+        res_x, res_fun = _search(lambda x: loss_of(profile_for(math.exp(x), flush_scale)),
+                                 "the replica's CPU scale", progress)
+        cpu_scale = math.exp(res_x)
+        if _at_limit(res_x):
+            # at the lower limit the flush latencies alone (the fsync probe's) are already
+            # slower than the measured pace
+            notes.append(f"the CPU scale ended at the search's limit ({cpu_scale:.3g}): no "
+                         f"machine speed reproduces the measured pace"
+                         + (f" with flush latencies {flush_scale:.2f}x the base's (the fsync "
+                            f"probe; a probe taken while the disk was busy reads slow)"
+                            if res_x <= _GRID[0] + 1e-9 else ""))
+    profile = profile_for(cpu_scale, flush_scale)
     measured = None
-    replayed = simulate_applied(wt, window, scheduler, workers, as_measured(res.x), start_index)
+    replayed = simulate_applied(wt, window, scheduler, workers,
+                                profile.with_durability(durability), start_index)
     if window.probe and window.probe.get("start"):
         measured = _drain(wt.t, wt.applied, wt.received, window.probe["start"])
-    return Fit(profile, cpu_scale, flush_scale, float(res.fun), int(used.size), measured,
-               replayed.drain, scheduler, workers, notes, replayed.worker_share)
+    result = Fit(profile, cpu_scale, flush_scale, float(res_fun), int(used.size), measured,
+                 replayed.drain, scheduler, workers, notes, replayed.worker_share)
+    result.cpu_measured = cpu_measured
+    result.prior_flush = prior_flush
+    return result
+
+
+# the scales searched (log): a grid first, since far from the answer the loss flattens (a replay
+# that never drains within the window, or drains at once, misses every sample alike), where a
+# scalar search alone can stop; then a bounded search between the best point's neighbours
+_GRID = np.linspace(math.log(0.02), math.log(50.0), 33)
+
+
+def _at_limit(x: float) -> bool:
+    return x <= _GRID[0] + 1e-9 or x >= _GRID[-1] - 1e-9
+
+
+def _search(loss, what: str, progress) -> tuple[float, float]:
+    from scipy.optimize import minimize_scalar
+    losses = []
+    for i, x in enumerate(_GRID):
+        progress(f"fitting {what}: {i + 1}/{len(_GRID)}")
+        losses.append(loss(x))
+    best = int(np.argmin(losses))
+    lo, hi = _GRID[max(best - 1, 0)], _GRID[min(best + 1, len(_GRID) - 1)]
+    progress(f"fitting {what}: refining")
+    res = minimize_scalar(loss, bounds=(lo, hi), method="bounded", options={"xatol": 2e-3})
+    if res.fun > losses[best]:
+        return float(_GRID[best]), float(losses[best])
+    return float(res.x), float(res.fun)
 
 
 def _drain(t: np.ndarray, applied: np.ndarray, received: np.ndarray, start: float
@@ -500,17 +665,33 @@ def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
     machine = (f"the replica at {window.replica} ({s.get('version')}), {fit.profile.cores} "
                f"cores, fsync {window.fsync_ms if window.fsync_ms is not None else '?'} ms, "
                f"calibrated {window.started_utc}")
+    if fit.cpu_measured is not None:
+        cpu_how = (f"from the replica's CPU time ({fit.cpu_measured:.0f} µs a transaction, "
+                   f"{'its applier threads' if window.cpu_source == 'threads' else 'its process'})")
+        flush_how = "fitted to the pace"
+    else:
+        cpu_how, flush_how = "fitted to the pace", "the fsync probe"
+    write = (f", the redo log's unbuffered write {fit.profile.log_write:.1f} µs (the O_DIRECT "
+             f"write probe's)"
+             if fit.profile.log_write else "")
     provenance = (f"calibrated by `commitsched calibrate` on {window.replica} at {what}, from a "
                   f"{window.samples[-1][0] - window.samples[0][0]:.0f} s window{probe}: CPU "
-                  f"terms {fit.cpu_scale:.3f} x {base.name}'s (fitted), flush latencies "
-                  f"{fit.flush_scale:.3f} x {base.name}'s (the fsync probe); the mechanism "
-                  f"terms and their ratios are {base.name}'s")
+                  f"terms {fit.cpu_scale:.3f} x {base.name}'s ({cpu_how}), flush latencies "
+                  f"{fit.flush_scale:.3f} x {base.name}'s ({flush_how}; the fsync probe "
+                  f"before the window said {fit.prior_flush:.3f}){write}; the mechanism terms and their ratios are "
+                  f"{base.name}'s")
     p = fit.profile
     return replace(p, name=name, machine=machine, provenance=provenance, band=(),
-                   fitted_from={"cpu_scale": f"{fit.cpu_scale:.4f}: the replay's applied "
-                                f"position against the measured one over {fit.samples_used} "
-                                f"samples with a backlog",
-                                "flush_scale": f"{fit.flush_scale:.4f}: fsync probe / "
-                                f"{base.name}'s", "base": base.name},
+                   fitted_from={"cpu_scale": f"{fit.cpu_scale:.4f}: " + (
+                                    f"measured CPU {fit.cpu_measured:.1f} µs/txn over the base's"
+                                    if fit.cpu_measured is not None else
+                                    f"the replay's applied position against the measured one "
+                                    f"over {fit.samples_used} samples with a backlog"),
+                                "flush_scale": f"{fit.flush_scale:.4f}: " + (
+                                    f"the replay's applied position against the measured one "
+                                    f"over {fit.samples_used} samples with a backlog"
+                                    if fit.cpu_measured is not None else
+                                    f"fsync probe / {base.name}'s"),
+                                "log_write": f"{p.log_write:.2f}", "base": base.name},
                    calibrated={"durability": [s.get("durability")], "cores": [p.cores],
                                "log_replica_updates": [bool(s.get("log_replica_updates"))]})

@@ -108,6 +108,10 @@ class ReplicaSettings:
     flush_at_commit: int
     datadir: str
     pid_file: str
+    # MariaDB >= 10.8's innodb_log_file_buffering: OFF, the redo log is written with O_DIRECT, so
+    # even a relaxed replica (innodb_flush_log_at_trx_commit=2) waits for the device at every
+    # log write; None: not said (MySQL, an older MariaDB)
+    log_file_buffered: bool | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -125,7 +129,7 @@ def read_settings(conn) -> ReplicaSettings:
              "slave_parallel_threads", "slave_parallel_mode", "log_slave_updates",
              "replica_parallel_workers", "slave_parallel_workers", "replica_parallel_type",
              "slave_parallel_type", "log_replica_updates", "replica_preserve_commit_order",
-             "slave_preserve_commit_order"]
+             "slave_preserve_commit_order", "innodb_log_file_buffering"]
     v = variables(conn, names)
     sync_binlog = int(v.get("sync_binlog", "0"))
     flush = int(v.get("innodb_flush_log_at_trx_commit", "1"))
@@ -155,7 +159,9 @@ def read_settings(conn) -> ReplicaSettings:
                   f"mixed (sync_binlog={sync_binlog}, innodb_flush_log_at_trx_commit={flush})")
     return ReplicaSettings(version, "mariadb" if mariadb else "mysql", scheduler, workers,
                            durability, binlog, sync_binlog, flush, v.get("datadir", ""),
-                           v.get("pid_file", ""))
+                           v.get("pid_file", ""),
+                           None if "innodb_log_file_buffering" not in v else
+                           v["innodb_log_file_buffering"].upper() == "ON")
 
 
 _MARIADB_GTID = re.compile(r"(\d+)-(\d+)-(\d+)")

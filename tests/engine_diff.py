@@ -59,6 +59,9 @@ def profiles() -> list[Profile]:
                           log_replica_updates=False))
     out.append(every_term(get_profile("durable"), cores=2, per_core_queues=False,
                           commit_grouped=False, shared_disk=False))
+    # relaxed with an unbuffered redo log: the commit step is the log write alone, grouped
+    out.append(every_term(get_profile("durable"), cores=2, log_write=30.0)
+               .with_durability("relaxed"))
     return out
 
 

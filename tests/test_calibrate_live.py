@@ -79,6 +79,11 @@ def test_calibrate_a_live_replica(rig, tmp_path, capsys):
     assert recorded["settings"]["workers"] == 2 and recorded["settings"]["durability"] == "durable"
     assert recorded["probe"]["start"] - recorded["probe"]["stop"] >= 2.0
     assert recorded["fsync_ms"] > 0            # the datadir is on this machine
+    # ... so its applier threads' CPU time is read with every sample, and it grows
+    assert recorded["cpu_source"] == "threads"
+    assert len(recorded["cpu"]) == len(recorded["samples"])
+    assert recorded["cpu"][-1][0] > recorded["cpu"][0][0]
+    assert recorded["settings"]["log_file_buffered"] is False     # started durable: O_DIRECT
     # the SQL thread runs again after the probe
     assert R.slave_status()["Slave_SQL_Running"] == "Yes"
     capsys.readouterr()

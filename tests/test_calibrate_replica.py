@@ -149,3 +149,76 @@ def test_urls_and_positions():
 def test_the_base_is_the_nearest_machine():
     assert nearest_base(1) == nearest_base(4) == "durable-mariadb"
     assert nearest_base(8) == nearest_base(32) == nearest_base(None) == "replica16"
+
+
+def with_cpu(window, txns, profile, scheduler="serial", workers=1):
+    """`window` with the CPU readings a replica that is exactly `profile` gives: its applier
+    threads' CPU per transaction applied (model_cpu_per_txn), cumulated at each sample."""
+    from commitsched.calibrate_replica import model_cpu_per_txn
+    wt = window_trace(window, txns)
+    per_txn = model_cpu_per_txn(profile, txns, scheduler, workers, background=False)
+    window.cpu = [(float(a) * per_txn / 1e6, 0.0, 0) for a in wt.applied]
+    window.cpu_source = "threads"
+    return window
+
+
+@pytest.mark.parametrize("cpu, flush", [(0.5, 2.0), (3.0, 0.7)])
+def test_with_the_replicas_cpu_time_both_scales_are_recovered(cpu, flush):
+    """The CPU time fixes the CPU scale, the pace the flush latencies: a busy disk's fsync probe
+    (the prior, 3x the base's here) no longer decides the split."""
+    txns = workload()
+    truth = scaled_profile(BASE, cpu, flush, cores=1, durability="durable",
+                           log_replica_updates=False)
+    window = with_cpu(recorded_window(txns, truth), txns, truth)
+    result = fit(window, txns, BASE, cores=1, fsync=3 * BASE_FSYNC)
+    assert result.cpu_scale == pytest.approx(cpu, rel=0.02)
+    assert result.flush_scale == pytest.approx(flush, rel=0.08)
+    assert result.cpu_measured is not None
+    assert any("measured CPU time" in n for n in result.notes)
+
+
+def test_without_cpu_time_the_fit_says_how_it_split():
+    txns = workload()
+    notes = fit(recorded_window(txns, machine(2.0)), txns, BASE, cores=1,
+                fsync=BASE_FSYNC).notes
+    assert any("CPU time was not read" in n for n in notes), notes
+
+
+def test_an_unbuffered_redo_log_keeps_a_grouped_write_when_relaxed():
+    """innodb_log_file_buffering=OFF: a relaxed commit still waits for the log's write, one
+    write for every commit waiting; a buffered log (log_write 0) costs no wait."""
+    from commitsched.trace import Txn
+    p = replace_profile(BASE, log_write=60.0)
+    relaxed = p.with_durability("relaxed")
+    txn = Txn(1, ("d.t/PRIMARY=1",))
+    assert relaxed.commit_cost(txn) == 60.0 and relaxed.commit_grouped
+    assert p.commit_cost(txn) == BASE.commit_default          # a durable commit is longer
+    assert BASE.with_durability("relaxed").commit_cost(txn) == 0.0
+    assert not BASE.with_durability("relaxed").commit_grouped
+
+
+def replace_profile(p, **kw):
+    import dataclasses
+    return dataclasses.replace(p, **kw)
+
+
+def test_a_window_with_bad_cpu_readings_is_refused(tmp_path):
+    txns = workload()
+    window = recorded_window(txns, machine(1.0))
+    obj = window.to_json()
+    obj["cpu"] = [[0.0, 0.0, 0]]
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(obj))
+    with pytest.raises(CalibrateError, match="CPU readings for"):
+        Window.from_file(str(path))
+
+
+def test_a_threads_cpu_time_is_read_from_proc():
+    import os
+    import threading
+    from commitsched.applier_cpu import process_cpu, thread_times
+    sum(i * i for i in range(200_000))                # some CPU on this thread
+    cpu, wait, switches = thread_times(os.getpid(), threading.get_native_id())
+    assert cpu > 0 and wait >= 0 and switches >= 0
+    assert process_cpu(os.getpid()) >= 0
+    assert thread_times(os.getpid(), 2 ** 22 + 7) is None     # no such thread

@@ -238,7 +238,8 @@ class Rig:
         R.sql("; ".join(sets) + "; START SLAVE")
         time.sleep(0.5)
         pin(R.pid, REPLICA_CPU)            # the new worker threads too
-        if move_io_thread(R, self.cpu_percent is not None) is None:
+        self.io_tid = move_io_thread(R, self.cpu_percent is not None)
+        if self.io_tid is None:
             raise SystemExit("lag_check: the replica's IO thread was not found in "
                              "performance_schema.threads")
 
@@ -272,12 +273,22 @@ class Rig:
                 fields = f.read().rsplit(")", 1)[1].split()
             return (int(fields[11]) + int(fields[12])) / ticks
 
+        # the applier threads' own CPU, run-queue wait and voluntary context switches, and the
+        # IO thread's CPU (campaign D on): what the process's CPU time mixes together
+        from commitsched.applier_cpu import IO_THREADS, AppliersCpu
+        tc = pymysql.connect(unix_socket=R.sock, user="root", autocommit=True)
+        appliers = AppliersCpu(tc, R.pid)
+        io_thread = AppliersCpu(tc, R.pid, IO_THREADS)
+
         def sampler():
             nxt = time.time()
             while not done.is_set():
                 t = time.time()
+                a = appliers.read() or (0.0, 0.0, 0)
+                io = io_thread.read() or (0.0, 0.0, 0)
                 samples.append((t, seqno(pc, "SELECT @@gtid_binlog_pos"),
-                                seqno(rc, "SELECT @@gtid_slave_pos"), replica_cpu()))
+                                seqno(rc, "SELECT @@gtid_slave_pos"), replica_cpu(),
+                                a[0], a[1], a[2], io[0]))
                 nxt += SAMPLE_INTERVAL
                 time.sleep(max(0.0, nxt - time.time()))
 
@@ -307,6 +318,7 @@ class Rig:
             time.sleep(max(0.0, events["stop"] + run["stop_for"] - time.time()))
             R.sql("START SLAVE SQL_THREAD")
             events["start"] = time.time()
+            appliers.refresh()                  # the SQL thread is a new thread
         try:
             # a stuck primary (seen once: every client in its statement for minutes, nothing
             # in the error log) ends the campaign in one line instead of hanging it
@@ -332,7 +344,7 @@ class Rig:
         time.sleep(1.0)
         done.set()
         th.join()
-        pc.close(), rc.close()
+        pc.close(), rc.close(), tc.close()
         status1 = {"primary": P.status(), "replica": R.status()}
         P.sql("FLUSH BINARY LOGS")
         ss = R.slave_status()
@@ -341,8 +353,10 @@ class Rig:
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "samples.csv"), "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["t", "primary_seq", "replica_seq", "replica_cpu_s"])
-            w.writerows((f"{t:.4f}", p, r, f"{c:.2f}") for t, p, r, c in samples)
+            w.writerow(["t", "primary_seq", "replica_seq", "replica_cpu_s", "applier_cpu_s",
+                        "applier_runq_s", "applier_vcsw", "io_cpu_s"])
+            w.writerows((f"{t:.4f}", p, r, f"{c:.2f}", f"{ac:.5f}", f"{aq:.5f}", n, f"{io:.5f}")
+                        for t, p, r, c, ac, aq, n, io in samples)
         from commitsched.importers import import_binlog
         stats = import_binlog([os.path.join(P.datadir, binlog)],
                               os.path.join(out, "trace.jsonl.gz"), schema=[self.schema],
@@ -359,7 +373,10 @@ class Rig:
                 "pinned": {"primary_and_sysbench_cpu": PRIMARY_CPU, "replica_cpu": REPLICA_CPU},
                 "replica_cpu_percent_of_one_core": self.cpu_percent,
                 "replica_log_slave_updates": self.replica_binlog,
-                "primary_durability": self.primary_durability}
+                "primary_durability": self.primary_durability,
+                "replica_cpu_columns": appliers.source,
+                "replica_log_file_buffering": R.sql(
+                    "SELECT @@innodb_log_file_buffering")[0][0]}
         with open(os.path.join(out, "meta.json"), "w") as f:
             json.dump(meta, f, indent=1)
         return meta
@@ -387,7 +404,11 @@ def cmd_measure(a) -> int:
     try:
         setup = rig.setup()
         os.makedirs(a.out, exist_ok=True)
-        with open(os.path.join(a.out, "setup.json"), "w") as f:
+        name, n = "setup.json", 1
+        while a.append and os.path.exists(os.path.join(a.out, name)):
+            n += 1
+            name = f"setup-{n}.json"             # a later piece of the same campaign
+        with open(os.path.join(a.out, name), "w") as f:
             json.dump({**setup, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                              time.gmtime())}, f, indent=1)
         for run in runs:
@@ -418,6 +439,10 @@ def measured(run_dir: str) -> dict:
     r = np.asarray([int(r[2]) for r in rows])
     # the replica process's CPU seconds (campaign C on): the samples' fourth column
     cpu = np.asarray([float(x[3]) for x in rows]) if rows and len(rows[0]) > 3 else None
+    # the applier threads' CPU, run-queue wait, voluntary switches and the IO thread's CPU
+    # (campaign D on)
+    threads = (np.asarray([[float(v) for v in x[4:8]] for x in rows])
+               if rows and len(rows[0]) > 7 else None)
     txns = load_trace(os.path.join(run_dir, "trace.jsonl.gz")).txns
     numbers = np.asarray([int(x.gtid.rsplit("-", 1)[1]) for x in txns])
     ev = meta["events"]
@@ -435,6 +460,15 @@ def measured(run_dir: str) -> dict:
             i, j = np.searchsorted(t, ev["start"]), np.searchsorted(t, caught) - 1
             if j > i and r[j] > r[i]:
                 out["cpu_us_per_txn_in_drain"] = float(1e6 * (cpu[j] - cpu[i]) / (r[j] - r[i]))
+                if threads is not None:
+                    d, n = threads[j] - threads[i], r[j] - r[i]
+                    out["threads_in_drain"] = {
+                        "applier_cpu_us_per_txn": float(1e6 * d[0] / n),
+                        "applier_runq_us_per_txn": float(1e6 * d[1] / n),
+                        "applier_switches_per_txn": float(d[2] / n),
+                        "io_cpu_us_per_txn": float(1e6 * d[3] / n),
+                        "wall_us_per_txn": float(1e6 * (t[j] - t[i]) / n),
+                        "appliers_busy": float(d[0] / (t[j] - t[i]))}
         windows.append((ev["stop"], caught or t[-1]))
     out["max_lag_s"] = max_lag_outside(m, windows)
     end = int(np.searchsorted(t, ev["sysbench_end"])) - 1
@@ -464,6 +498,7 @@ def cmd_report(a) -> int:
         raise SystemExit(f"lag_check: expected one calibrating run (+cal), found {cal}")
     cal = cal[0]
     window = Window.from_file(os.path.join(a.out, "runs", cal, "window.json"))
+    backfilled = backfill(window, os.path.join(a.out, "runs", cal), a)
     from commitsched.calibrate_replica import nearest_base
     base = get_profile(a.base or nearest_base(window.cores))
     result = fit(window, runs[cal]["txns"], base)
@@ -494,14 +529,18 @@ def cmd_report(a) -> int:
                      "measured": {"keeps_up": m["keeps_up"], "max_lag_s": m["max_lag_s"],
                                   "drain_s": m.get("drain_s"),
                                   "apply_rate_in_drain": m.get("apply_rate_in_drain"),
-                                  "cpu_us_per_txn_in_drain": m.get("cpu_us_per_txn_in_drain")},
+                                  "cpu_us_per_txn_in_drain": m.get("cpu_us_per_txn_in_drain"),
+                                  "threads_in_drain": m.get("threads_in_drain")},
                      "model": {"keeps_up": pred["keeps_up"], "max_lag_s": pred["max_lag_s"],
                                "drain_s": pred.get("drain_s"), "headroom": pred["headroom"],
                                "apply_rate": pred["apply_rate"]},
                      "line": line})
     summary = summarize(rows, a.material_lag)
     report = {"calibrating_run": cal, "base": base.name, "cpu_scale": result.cpu_scale,
-              "flush_scale": result.flush_scale, "line_apply_rate": line_rate,
+              "flush_scale": result.flush_scale, "prior_flush_scale": result.prior_flush,
+              "cpu_measured_us_per_txn": result.cpu_measured, "cpu_source": window.cpu_source,
+              "log_write_us": profile.log_write, "fit_notes": result.notes,
+              "backfilled": backfilled, "line_apply_rate": line_rate,
               "fit_drain_measured_s": result.measured_drain,
               "fit_drain_replayed_s": result.fitted_drain, "rows": rows, "summary": summary}
     with open(os.path.join(a.out, "results.json"), "w") as f:
@@ -513,6 +552,32 @@ def cmd_report(a) -> int:
         put_in_doc(a.doc, text)
     print(text)
     return 0
+
+
+def backfill(window, run_dir: str, a) -> list[str]:
+    """A window recorded before `calibrate` read what it reads now (campaign C): the CPU time
+    the rig sampled of the replica's process (what calibrate falls back to without thread
+    ids), and the redo log's buffering and write latency when given (`--log-file-buffered`,
+    `--log-write-ms`). Says what it filled in."""
+    import numpy as np
+    said = []
+    if window.cpu is None:
+        rows = list(csv.reader(open(os.path.join(run_dir, "samples.csv"))))[1:]
+        if rows and len(rows[0]) > 3:
+            t = np.asarray([float(r[0]) for r in rows])
+            c = np.asarray([float(r[3]) for r in rows])
+            at = np.interp([s[0] for s in window.samples], t, c)
+            window.cpu = [(float(x), 0.0, 0) for x in at]
+            window.cpu_source = "process"
+            said.append("the window predates calibrate's CPU reading: the replica process's "
+                        "CPU time the rig sampled (samples.csv) stands in")
+    if a.log_file_buffered is not None and "log_file_buffered" not in window.settings:
+        window.settings["log_file_buffered"] = a.log_file_buffered == "on"
+        said.append(f"innodb_log_file_buffering={a.log_file_buffered.upper()} (given)")
+    if a.log_write_ms is not None and window.log_write_ms is None:
+        window.log_write_ms = a.log_write_ms
+        said.append(f"the redo log's O_DIRECT write {a.log_write_ms} ms (given)")
+    return said
 
 
 def put_in_doc(path: str, text: str) -> None:
@@ -597,23 +662,44 @@ def markdown(report: dict, material: float) -> str:
 
 def apply_rates(report: dict) -> str:
     """Where the model goes wrong: each drain's measured apply rate (and the replica's CPU per
-    transaction, where sampled) beside the model's apply rate of the run's binlog as a closed
-    backlog and the straight line's one rate."""
+    transaction, where sampled: the process's, and where the rig read them the applier
+    threads' and the IO thread's, how busy the appliers kept their core and how often they
+    went off it to wait) beside the model's apply rate of the run's binlog as a closed backlog
+    and the straight line's one rate."""
     rows = [r for r in report["rows"] if r["stop_s"] and r["measured"]["apply_rate_in_drain"]]
     if not rows:
         return ""
-    lines = ["", "| run | apply rate in the drain, measured (txn/s) | replica CPU per txn "
-                 "measured (µs) | model's apply rate (closed backlog) | straight line's |",
-             "|---|---|---|---|---|"]
+    threads = any(r["measured"].get("threads_in_drain") for r in rows)
+    extra = (" applier threads' CPU µs/txn | IO thread's CPU µs/txn | appliers' core busy | "
+             "voluntary switches/txn |" if threads else "")
+    lines = ["", "| run | apply rate in the drain, measured (txn/s) | replica process CPU per "
+                 "txn measured (µs) |" + extra + " model's apply rate (closed backlog) | "
+                 "straight line's |",
+             "|---|---|---|" + ("---|---|---|---|" if threads else "") + "---|---|"]
     for r in rows:
         m = r["measured"]
         meas, model = m["apply_rate_in_drain"], r["model"].get("apply_rate")
         cpu = m.get("cpu_us_per_txn_in_drain")
-        lines.append(f"| {r['run']} | {meas:.0f} | {'-' if cpu is None else f'{cpu:.0f}'} | "
+        cells = ""
+        if threads:
+            th = m.get("threads_in_drain")
+            cells = (" - | - | - | - |" if not th else
+                     f" {th['applier_cpu_us_per_txn']:.0f} | {th['io_cpu_us_per_txn']:.0f} | "
+                     f"{100 * th['appliers_busy']:.0f}% | {th['applier_switches_per_txn']:.1f} |")
+        lines.append(f"| {r['run']} | {meas:.0f} | {'-' if cpu is None else f'{cpu:.0f}'} |"
+                     + cells + " "
                      + ("-" if model is None else f"{model:.0f}{_fmt_e(model, meas)}")
                      + f" | {report['line_apply_rate']:.0f}"
                      f"{_fmt_e(report['line_apply_rate'], meas)} |")
-    return "\n".join(lines) + "\n"
+    fit = [f"The fit (calibrating run {report['calibrating_run']}, base {report['base']}): CPU "
+           f"scale {report['cpu_scale']:.3f}"
+           + (f" (measured CPU {report['cpu_measured_us_per_txn']:.0f} µs a transaction, "
+              f"{report.get('cpu_source')})" if report.get("cpu_measured_us_per_txn") else "")
+           + f", flush scale {report['flush_scale']:.3f} (the fsync probe's "
+           f"{report.get('prior_flush_scale', 0):.3f}), the redo log's unbuffered write "
+           f"{report.get('log_write_us', 0):.1f} µs."]
+    fit += [f"Filled in: {b}." for b in report.get("backfilled") or []]
+    return "\n".join(lines) + "\n\n" + " ".join(fit) + "\n"
 
 
 def main(argv=None) -> int:
@@ -626,6 +712,9 @@ def main(argv=None) -> int:
     m.add_argument("--port", type=int, default=3511)
     m.add_argument("--workdir", default=None)
     m.add_argument("--keep", action="store_true")
+    m.add_argument("--append", action="store_true",
+                   help="a later piece of a campaign: its setup goes to setup-N.json beside "
+                        "the first piece's")
     m.add_argument("--cpu-percent", type=int, default=None,
                    help="limit the replica to this share of one core (a slower machine)")
     m.add_argument("--replica-binlog", action="store_true",
@@ -643,6 +732,12 @@ def main(argv=None) -> int:
     r.add_argument("--base", default=None,
                    help="the base profile (default: calibrate's, the nearest core count)")
     r.add_argument("--doc", help="also put the table in this doc, between its lag-check markers")
+    r.add_argument("--log-file-buffered", choices=("on", "off"), default=None,
+                   help="a window recorded before calibrate read innodb_log_file_buffering: "
+                        "what the replica had")
+    r.add_argument("--log-write-ms", type=float, default=None,
+                   help="a window recorded before calibrate probed the redo log's O_DIRECT "
+                        "write: its latency (ms)")
     r.add_argument("--material-lag", type=float, default=0.5,
                    help="max lags below this (s) are within the sampling's resolution: shown, "
                         "not counted in the median error")

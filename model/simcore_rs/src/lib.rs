@@ -104,6 +104,7 @@ fn read_profile(d: &Bound<'_, PyDict>) -> PyResult<Profile> {
         wakeup: get_f64(d, "wakeup")?,
         per_core_queues: get_bool(d, "per_core_queues")?,
         log_replica_updates: get_bool(d, "log_replica_updates")?,
+        log_write: get_f64(d, "log_write")?,
     })
 }
 

@@ -12,7 +12,7 @@ pub const READS: &[&str] = &[
     "commit_cpu", "commit_grouped", "coordination", "background_cpu", "commit_serial",
     "dispatch_event", "dispatch_thread", "exec_event", "exec_row", "handoff_event",
     "shared_disk", "coordination_event", "coordination_thread", "shared_lock_thread",
-    "commit_byte", "wakeup", "per_core_queues", "log_replica_updates",
+    "commit_byte", "wakeup", "per_core_queues", "log_replica_updates", "log_write",
 ];
 
 #[derive(Clone, Debug, Default)]
@@ -42,6 +42,8 @@ pub struct Profile {
     pub wakeup: f64,
     pub per_core_queues: bool,
     pub log_replica_updates: bool,
+    /// profiles.Profile.log_write: an unbuffered redo log's write, the commit step's least latency
+    pub log_write: f64,
 }
 
 impl Profile {
@@ -85,7 +87,7 @@ impl Profile {
     pub fn commit_cost(&self, c: &Cols, i: usize) -> f64 {
         match c.commit(i) {
             Some(v) => v,
-            None => self.commit_default,
+            None => self.commit_default.max(self.log_write),
         }
     }
 
