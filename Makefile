@@ -35,7 +35,7 @@ help:
 	@echo "make calibrate-report  refit and redo the calibration tables from the stored measurements"
 	@echo "make fidelity   predicted against measured on replica16 (16 cores) and the 2-core VM, with"
 	@echo "                the baselines and one ablation row per mechanism (~3 min)"
-	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~8 min on 2 cores)"
+	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~2.5 min on a quiet 2-core VM)"
 	@echo "make lag-check  the real check of lag and calibrate: a live MariaDB primary and replica,"
 	@echo "                sysbench at fixed rates, lag and drain measured against predicted (~25 min)"
 	@echo "make lag-check-report  refit and redo the lag table from the stored runs"
