@@ -16,7 +16,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
 .PHONY: setup python-deps rust java tlc-jar graphviz mariadb-client demo demo-score demo-tlc test test-slow \
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
-        help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report
+        help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-d-refit
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -43,6 +43,8 @@ help:
 	@echo "                binlog, a relaxed primary (~25 min); lag-check-c-report: its table, refitted (report.md)"
 	@echo "make lag-check-d  campaign D: C's rig after calibrate's change, new data (~20 min"
 	@echo "                under MEASURE); lag-check-d-report: its table in docs/lag.md"
+	@echo "make lag-check-e  campaign E (issue 27, pre-registered): top-speed, drain and single-client"
+	@echo "                runs (~25 min under MEASURE); lag-check-e-report: its table in docs/lag.md (~3 min)"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 	@echo "make galera-measure  measure a 3-node Galera cluster's sustained throughput, 12 configurations"
 	@echo "                (~50 min, in 3 pieces; MEASURE=CMD wraps each piece, e.g. a lock that keeps the machine quiet)"
@@ -231,6 +233,30 @@ lag-check-d: python-deps
 
 lag-check-d-report: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_D) --doc docs/lag.md
+
+# Campaign E (issue 27, docs/lag.md): D's rig after calibrate probes the commit's CPU per write
+# and sync; pre-registered (traces/calibration/lag_check_e/preregistered.json) before it was
+# measured. Runs at the source's top speed (30 s: the replicas slower than it lag for seconds),
+# stop-and-drain runs at 800/s (15 s stop) and at the top speed, single-client runs, the
+# calibrating run three times; about 25 minutes under MEASURE (this VM: /work/bin/measure).
+# lag-check-e-report: calibrate on the first run, predict the others, the table (~3 min).
+LAG_CHECK_E = traces/calibration/lag_check_e
+LAG_CHECK_E_PORT ?= 3811
+lag-check-e: python-deps
+	$(MEASURE) $(PY) traces/record/lag_check.py measure --out $(LAG_CHECK_E) --replica-binlog \
+		--primary-durability relaxed --port $(LAG_CHECK_E_PORT) \
+		--runs "$(shell cat $(LAG_CHECK_E)/runs.txt)"
+	$(MAKE) lag-check-e-report
+
+lag-check-e-report: python-deps
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_E) --doc docs/lag.md \
+		--doc-marker lag-check-e
+
+# Campaign D's runs refitted with the commit's CPU probed (the probe taken after D, on the same
+# disk: a refit on the data the change was made on, NOT a fair test), into lag_check_e/d_refit.
+lag-check-d-refit: python-deps
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_D) --to $(LAG_CHECK_E)/d_refit \
+		--io-cpu $(LAG_CHECK_D)/io_cpu_probe_later.json
 
 # Re-record bundled traces with a private MariaDB + sysbench (traces/record/README.md):
 # make record WORKLOAD=<name in traces/record/record_all.sh>, or WORKLOAD=all

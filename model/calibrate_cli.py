@@ -97,6 +97,11 @@ def summary(result, window, profile, path: str) -> str:
     if profile.log_write:
         lines.append(f"  the redo log's unbuffered write: {profile.log_write:.1f} µs a group "
                      f"commit, relaxed too (innodb_log_file_buffering=OFF)")
+    if window.io_cpu:
+        lines.append(f"  the commit's CPU, probed on its disk: the redo log's write and sync "
+                     f"{profile.commit_cpu:.1f} µs, the binlog's sync {profile.sync_cpu:.1f} µs "
+                     f"(a durable replica's), the redo log's write alone "
+                     f"{profile.log_write_cpu:.1f} µs (what a relaxed one keeps)")
     if result.measured_drain is not None:
         fitted = ("never" if result.fitted_drain is None else f"{result.fitted_drain:.2f} s")
         lines.append(f"  the probe's drain: measured {result.measured_drain:.2f} s, replayed "

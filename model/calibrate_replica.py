@@ -75,6 +75,10 @@ class Window:
     cpu_source: str | None = None
     # the quiet probes before the window (ms): the redo log's O_DIRECT write of one page
     log_write_ms: float | None = None
+    # the CPU the commit's writes and syncs cost the committing thread, probed on the replica's
+    # disk (io_cpu_us: {op: {"cpu_us", "switches"}}); None: not probed (an older window, or a
+    # replica on another machine)
+    io_cpu: dict | None = None
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": 1, **asdict(self)}
@@ -100,6 +104,13 @@ class Window:
                                  f"received])") from None
         if len(samples) < 2:
             raise CalibrateError(f"{path}: fewer than two samples")
+        if w.io_cpu is not None and not (isinstance(w.io_cpu, dict) and all(
+                isinstance(w.io_cpu.get(k), dict)
+                and isinstance(w.io_cpu[k].get("cpu_us"), (int, float))
+                and math.isfinite(w.io_cpu[k]["cpu_us"]) and w.io_cpu[k]["cpu_us"] >= 0
+                for k in IO_CPU_OPS)):
+            raise CalibrateError(f"{path}: a malformed window (io_cpu must give cpu_us for "
+                                 f"{', '.join(IO_CPU_OPS)})")
         w.samples = samples
         if w.cpu is not None:
             try:
@@ -190,6 +201,67 @@ def direct_write_ms(directory: str, n: int = 50) -> float | None:
     return round(float(np.median(lat)), 4)
 
 
+# What `io_cpu_us` measures, each as its server does it at commit: `direct_write` the redo log's
+# 4 KiB O_DIRECT write (innodb_log_file_buffering=OFF; a relaxed replica keeps it),
+# `direct_write_sync` that write and its fdatasync (a durable commit's redo flush), `append_sync`
+# a 512-byte buffered append and its fdatasync (the binlog's sync, sync_binlog=1).
+IO_CPU_OPS = ("direct_write", "direct_write_sync", "append_sync")
+
+
+def io_cpu_us(directory: str, n: int = 100, rounds: int = 5) -> dict | None:
+    """The CPU (µs) one of each of IO_CPU_OPS costs the thread that does it, and its voluntary
+    context switches, in `directory` (the replica's datadir): the kernel's work for the write
+    and the sync and the wake-ups they cause, which the replica's commit pays on its core as
+    well. Each op `n` times a round; the median of `rounds` rounds' means (thread CPU clock,
+    getrusage's switches). None where the file system refuses O_DIRECT."""
+    import mmap
+    import resource
+    buf = mmap.mmap(-1, 4096)                 # page-aligned, as O_DIRECT needs
+    buf.write(b"x" * 4096)
+    direct_path = os.path.join(directory, f".commitsched-iocpu-d-{os.getpid()}")
+    append_path = os.path.join(directory, f".commitsched-iocpu-a-{os.getpid()}")
+    try:
+        dfd = os.open(direct_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o600)
+    except (OSError, AttributeError):
+        return None
+    afd = os.open(append_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+
+    def direct(i):
+        os.pwrite(dfd, buf, 4096 * (i % 16))
+
+    def direct_sync(i):
+        os.pwrite(dfd, buf, 4096 * (i % 16))
+        os.fdatasync(dfd)
+
+    def append_sync(i):
+        os.write(afd, b"x" * 512)
+        os.fdatasync(afd)
+
+    out = {}
+    try:
+        for name, op in zip(IO_CPU_OPS, (direct, direct_sync, append_sync)):
+            cpu, switches = [], []
+            for _ in range(rounds):
+                c0, v0 = time.thread_time(), resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
+                for i in range(n):
+                    op(i)
+                c1, v1 = time.thread_time(), resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
+                cpu.append(1e6 * (c1 - c0) / n)
+                switches.append((v1 - v0) / n)
+            out[name] = {"cpu_us": round(float(np.median(cpu)), 2),
+                         "switches": round(float(np.median(switches)), 2)}
+    except OSError:
+        return None
+    finally:
+        os.close(dfd), os.close(afd)
+        for path in (direct_path, append_path):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    return out
+
+
 def received(conn, flavor: str) -> str:
     """What the replica's IO thread has received (MariaDB `Gtid_IO_Pos`, MySQL
     `Retrieved_Gtid_Set`); LiveError if the server is not a replica."""
@@ -221,6 +293,7 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
         if fsync is None:
             fsync = fsync_ms(d) if d else None
         log_write = direct_write_ms(d) if d else None
+        io_cpu = io_cpu_us(d) if d else None
         if cores is None:
             cores = local_cores(s, address)
         before = worker_counts(conn)
@@ -271,7 +344,7 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
     return Window(address.label(), s, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)),
                   interval, samples, probe_info, fsync, cores, before, after,
                   cpu if readable and cpu else None,
-                  appliers.source if readable and cpu else None, log_write)
+                  appliers.source if readable and cpu else None, log_write, io_cpu)
 
 
 def _caught_up(applied_state: str, received_state: str, flavor: str) -> bool:
@@ -366,15 +439,29 @@ def nearest_base(cores: int | None) -> str:
     return min(bases, key=lambda p: (abs(math.log(p.cores / cores)), p.name != "replica16")).name
 
 
-def scaled_profile(base: Profile, cpu_scale: float, flush_scale: float, **settings) -> Profile:
+def scaled_profile(base: Profile, cpu_scale: float, flush_scale: float,
+                   io_cpu: dict | None = None, **settings) -> Profile:
     """`base` with its CPU terms times `cpu_scale`, its flush latencies times `flush_scale`
-    (`settings` replace terms: cores, durability, log_write, ...)."""
+    (`settings` replace terms: cores, durability, log_write, ...).
+
+    With `io_cpu` (the probe's CPU per write and sync on the replica's disk, io_cpu_us), what
+    durability changes is the probe's: `commit_cpu` the redo log's write and sync, `sync_cpu`
+    the binlog's sync, `log_write_cpu` the redo log's write alone (which a relaxed commit
+    keeps). The rest of the base's commit CPU is CPU of the commit's path that every commit
+    pays, durable or not: it moves to `exec_default`, so a durable transaction costs what it
+    did and a relaxed one keeps all but the syncs."""
     kw = {k: getattr(base, k) * cpu_scale for k in CPU_TERMS}
-    kw["sync_cpu"] = base.sync_cpu * cpu_scale
-    kw["commit_cpu"] = base.commit_cpu * cpu_scale
-    kw["sync"] = base.sync_cpu * cpu_scale + (base.sync - base.sync_cpu) * flush_scale
-    kw["commit_default"] = (base.commit_cpu * cpu_scale
-                            + (base.commit_default - base.commit_cpu) * flush_scale)
+    sync_cpu, commit_cpu = base.sync_cpu * cpu_scale, base.commit_cpu * cpu_scale
+    if io_cpu:
+        probed_sync = io_cpu["append_sync"]["cpu_us"]
+        probed_commit = io_cpu["direct_write_sync"]["cpu_us"]
+        kw["exec_default"] = max(0.0, kw["exec_default"] + sync_cpu + commit_cpu
+                                 - probed_sync - probed_commit)
+        sync_cpu, commit_cpu = probed_sync, probed_commit
+        kw["log_write_cpu"] = io_cpu["direct_write"]["cpu_us"]
+    kw["sync_cpu"], kw["commit_cpu"] = sync_cpu, commit_cpu
+    kw["sync"] = sync_cpu + (base.sync - base.sync_cpu) * flush_scale
+    kw["commit_default"] = commit_cpu + (base.commit_default - base.commit_cpu) * flush_scale
     return replace(base, **kw, **settings)
 
 
@@ -547,6 +634,11 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
     # commit, relaxed too: the probe's O_DIRECT write (as measured: a busy disk slows a sync far
     # more than a write, so the fsync probe's slowdown does not carry to it)
     unbuffered = s.get("log_file_buffered") is False
+    io_cpu = window.io_cpu if window.io_cpu and all(
+        k in window.io_cpu for k in IO_CPU_OPS) else None
+    if io_cpu and not unbuffered:
+        # a buffered redo log's write is a copy, not this device write
+        io_cpu = {**io_cpu, "direct_write": {"cpu_us": 0.0, "switches": 0.0}}
     write_us = 1e3 * window.log_write_ms if unbuffered and window.log_write_ms else 0.0
     if unbuffered and not write_us:
         notes.append("the redo log is unbuffered (innodb_log_file_buffering=OFF) but its write "
@@ -554,7 +646,7 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
 
     def profile_for(cpu_scale: float, flush_scale: float) -> Profile:
         """The machine (durable terms) at these scales, then the replica's durability."""
-        return scaled_profile(base, cpu_scale, flush_scale,
+        return scaled_profile(base, cpu_scale, flush_scale, io_cpu,
                               log_write=write_us, **settings)
 
     def loss_of(profile: Profile) -> float:
@@ -566,10 +658,24 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
     cpu_measured = measured_cpu_per_txn(window, wt, used)
     if cpu_measured is not None:
         background = window.cpu_source == "process"
-        at_one = profile_for(1.0, prior_flush).with_durability(durability)
         lo, hi = int(wt.applied[used[0]]), int(wt.applied[used[-1]])
-        cpu_scale = cpu_measured / model_cpu_per_txn(at_one, txns[lo:hi] or txns, scheduler,
-                                                     workers, background)
+
+        def model_cpu(scale: float) -> float:
+            return model_cpu_per_txn(profile_for(scale, prior_flush).with_durability(durability),
+                                     txns[lo:hi] or txns, scheduler, workers, background)
+        # the model's CPU per transaction is fixed (the probed commit CPU) + scale x the rest
+        per_scale = model_cpu(2.0) - model_cpu(1.0)
+        fixed = model_cpu(1.0) - per_scale
+        cpu_scale = (cpu_measured - fixed) / per_scale
+        if io_cpu:
+            notes.append(f"the commit's CPU from the probe on its disk: the redo log's write and "
+                         f"sync {io_cpu['direct_write_sync']['cpu_us']:.1f} µs, the binlog's "
+                         f"sync {io_cpu['append_sync']['cpu_us']:.1f} µs, the redo log's write "
+                         f"alone {io_cpu['direct_write']['cpu_us']:.1f} µs")
+        if cpu_scale <= 0.02:
+            notes.append(f"the probed commit CPU ({fixed:.0f} µs) is nearly all the measured "
+                         f"CPU ({cpu_measured:.0f} µs): the CPU scale is held at 0.02")
+            cpu_scale = 0.02
         what = ("its applier threads'" if window.cpu_source == "threads" else
                 "its process's (the IO and background threads' counted too: no thread ids)")
         notes.append(f"CPU scale from the replica's measured CPU time, {what}: "
@@ -674,6 +780,10 @@ def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
     write = (f", the redo log's unbuffered write {fit.profile.log_write:.1f} µs (the O_DIRECT "
              f"write probe's)"
              if fit.profile.log_write else "")
+    if window.io_cpu:
+        write += (f", the commit's CPU from the probe on its disk (the redo log's write and sync "
+                  f"{fit.profile.commit_cpu:.1f} µs, the binlog's sync {fit.profile.sync_cpu:.1f}"
+                  f" µs, the redo log's write alone {fit.profile.log_write_cpu:.1f} µs)")
     provenance = (f"calibrated by `commitsched calibrate` on {window.replica} at {what}, from a "
                   f"{window.samples[-1][0] - window.samples[0][0]:.0f} s window{probe}: CPU "
                   f"terms {fit.cpu_scale:.3f} x {base.name}'s ({cpu_how}), flush latencies "
@@ -692,6 +802,9 @@ def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
                                     f"over {fit.samples_used} samples with a backlog"
                                     if fit.cpu_measured is not None else
                                     f"fsync probe / {base.name}'s"),
-                                "log_write": f"{p.log_write:.2f}", "base": base.name},
+                                "log_write": f"{p.log_write:.2f}", "base": base.name,
+                                **({"commit_cpu, sync_cpu, log_write_cpu":
+                                    "the probe's CPU per write and sync on the replica's disk "
+                                    "(calibrate_replica.io_cpu_us)"} if window.io_cpu else {})},
                    calibrated={"durability": [s.get("durability")], "cores": [p.cores],
                                "log_replica_updates": [bool(s.get("log_replica_updates"))]})

@@ -50,6 +50,9 @@ COMPILED_APPLIER_OPTIONS = {"mysql": frozenset({"preserve_commit_order", "checkp
 # them. Every other field must be in the core's PROFILE_READS (tests/test_engine_profile.py).
 DESCRIPTIVE_PROFILE_FIELDS = frozenset({"name", "provenance", "durability", "machine", "band",
                                         "fitted_from", "calibrated", "bands"})
+# Terms that Profile.with_durability turns into other terms before either engine runs (a
+# relaxed replica's `commit_cpu` is `log_write_cpu`): neither engine reads them.
+SETTING_PROFILE_TERMS = frozenset({"log_write_cpu"})
 
 try:
     import commitsched_simcore as _core

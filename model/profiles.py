@@ -119,6 +119,11 @@ class Profile:
     # step never takes less (a durable commit writes, then syncs): its latency is the larger of
     # `commit_default` and this. 0: a buffered log (what the calibration rig's relaxed runs had).
     log_write: float = 0.0
+    # `log_write_cpu`: the part of `log_write` on the committing thread's core (the kernel's
+    # work for the O_DIRECT write and the wake-up after it, as a probe measures it): a relaxed
+    # replica's `commit_cpu` (`with_durability`), where a durable one's is the write and its
+    # sync. 0: the write costs no CPU (a buffered log, or not measured).
+    log_write_cpu: float = 0.0
     # `per_core_queues`: with cores modelled, each core has its own run queue, as Linux keeps
     # them (simcore.CpuPool): a thread that finds every core busy waits on the core that woke it
     # even when another core frees first. Off: one shared first-come-first-served queue.
@@ -203,9 +208,11 @@ class Profile:
             raise ProfileError(f"profile {self.name} describes a relaxed replica only: its sync "
                                "costs were not measured")
         # an unbuffered redo log is still written at every commit, one write for every commit
-        # waiting (log_write); a buffered one costs no wait
+        # waiting (log_write), and that write's CPU stays on the core (log_write_cpu); a
+        # buffered one costs no wait
         band = tuple(self.bands.get("relaxed", self.band))
-        return replace(self, sync=0.0, sync_cpu=0.0, commit_default=0.0, commit_cpu=0.0,
+        write_cpu = min(self.log_write_cpu, self.log_write)
+        return replace(self, sync=0.0, sync_cpu=0.0, commit_default=0.0, commit_cpu=write_cpu,
                        commit_grouped=self.commit_grouped and self.log_write > 0,
                        durability="relaxed", band=band)
 

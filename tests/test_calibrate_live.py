@@ -84,6 +84,9 @@ def test_calibrate_a_live_replica(rig, tmp_path, capsys):
     assert len(recorded["cpu"]) == len(recorded["samples"])
     assert recorded["cpu"][-1][0] > recorded["cpu"][0][0]
     assert recorded["settings"]["log_file_buffered"] is False     # started durable: O_DIRECT
+    # the commit's writes and syncs probed for their CPU on the replica's disk
+    assert all(recorded["io_cpu"][op]["cpu_us"] > 0 for op in
+               ("direct_write", "direct_write_sync", "append_sync"))
     # the SQL thread runs again after the probe
     assert R.slave_status()["Slave_SQL_Running"] == "Yes"
     capsys.readouterr()

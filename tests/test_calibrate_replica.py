@@ -222,3 +222,67 @@ def test_a_threads_cpu_time_is_read_from_proc():
     assert cpu > 0 and wait >= 0 and switches >= 0
     assert process_cpu(os.getpid()) >= 0
     assert thread_times(os.getpid(), 2 ** 22 + 7) is None     # no such thread
+
+
+PROBED = {"direct_write": {"cpu_us": 20.0, "switches": 1.0},
+          "direct_write_sync": {"cpu_us": 31.0, "switches": 2.0},
+          "append_sync": {"cpu_us": 48.0, "switches": 3.0}}
+
+
+def test_the_probed_commit_cpu_is_what_durability_changes():
+    """With the probe's CPU per write and sync, a durable commit's CPU is the probe's syncs and
+    writes, the rest of the base's commit CPU stays with every commit (exec_default), and a
+    relaxed replica keeps the redo log's unbuffered write's CPU (log_write_cpu)."""
+    from commitsched.trace import Txn
+    plain = scaled_profile(BASE, 1.3, 0.8, cores=1, log_write=100.0)
+    probed = scaled_profile(BASE, 1.3, 0.8, PROBED, cores=1, log_write=100.0)
+    txn = Txn(1, ("d.t/PRIMARY=1",))
+    assert (probed.commit_cpu, probed.sync_cpu, probed.log_write_cpu) == (31.0, 48.0, 20.0)
+    # a durable transaction's CPU is unchanged ...
+    durable = lambda p: p.exec_cost(txn) + p.commit_cpu + p.sync_cpu  # noqa: E731
+    assert durable(probed) == pytest.approx(durable(plain))
+    # ... and the flush latencies are too: only their CPU share moved
+    assert probed.sync - probed.sync_cpu == pytest.approx(plain.sync - plain.sync_cpu)
+    # relaxed drops the syncs' CPU, keeps the write's, on the grouped commit step
+    relaxed = probed.with_durability("relaxed")
+    assert relaxed.commit_cpu == 20.0 and relaxed.sync_cpu == 0.0 and relaxed.commit_grouped
+    assert relaxed.commit_cost(txn) == 100.0
+    assert plain.with_durability("relaxed").commit_cpu == 0.0       # not probed: no CPU
+    # a buffered redo log: no write to keep
+    assert replace_profile(probed, log_write=0.0).with_durability("relaxed").commit_cpu == 0.0
+
+
+def test_the_fit_with_probed_commit_cpu_keeps_the_measured_cpu():
+    """The CPU scale still makes the model's CPU per transaction the measured one when the
+    commit's CPU is the probe's (the probed part is fixed, the rest scales)."""
+    from commitsched.calibrate_replica import model_cpu_per_txn
+    txns = workload()
+    truth = scaled_profile(BASE, 2.0, 1.0, PROBED, cores=1, durability="durable",
+                           log_replica_updates=False)
+    window = with_cpu(recorded_window(txns, truth), txns, truth)
+    window.io_cpu = PROBED
+    result = fit(window, txns, BASE, cores=1, fsync=BASE_FSYNC)
+    assert result.profile.commit_cpu == 31.0
+    assert model_cpu_per_txn(result.profile, txns, "serial", 1, False) == pytest.approx(
+        result.cpu_measured, rel=1e-6)
+    assert any("the commit's CPU from the probe" in n for n in result.notes)
+
+
+def test_a_window_with_a_bad_io_cpu_probe_is_refused(tmp_path):
+    window = recorded_window(workload(), machine(1.0))
+    obj = window.to_json()
+    obj["io_cpu"] = {"direct_write": {"cpu_us": -1}}
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(obj))
+    with pytest.raises(CalibrateError, match="io_cpu must give cpu_us"):
+        Window.from_file(str(path))
+
+
+def test_the_io_cpu_probe_reads_cpu_and_switches(tmp_path):
+    from commitsched.calibrate_replica import IO_CPU_OPS, io_cpu_us
+    out = io_cpu_us(str(tmp_path), n=5, rounds=1)
+    if out is None:
+        pytest.skip("this file system refuses O_DIRECT")
+    assert set(out) == set(IO_CPU_OPS)
+    assert all(v["cpu_us"] > 0 and v["switches"] >= 0 for v in out.values())
+    assert list(tmp_path.iterdir()) == []                     # its files removed

@@ -19,7 +19,7 @@ import commitsched_simcore
 def test_every_profile_field_is_read_by_the_core_or_descriptive():
     fields = {f.name for f in dataclasses.fields(Profile)}
     reads = set(commitsched_simcore.PROFILE_READS)
-    missing = fields - reads - engine.DESCRIPTIVE_PROFILE_FIELDS
+    missing = fields - reads - engine.DESCRIPTIVE_PROFILE_FIELDS - engine.SETTING_PROFILE_TERMS
     assert not missing, (f"Profile field(s) {sorted(missing)} are not read by the compiled core "
                          "(model/simcore_rs/src/profile.rs READS and the code using them)")
     assert not reads & engine.DESCRIPTIVE_PROFILE_FIELDS
@@ -45,3 +45,12 @@ def test_the_core_refuses_a_profile_without_a_term_it_reads():
     with pytest.raises(ValueError, match="wakeup"):
         commitsched_simcore.simulate(cols.arrays, cols.n, cols.seq0, "commit_order", {},
                                      "mysql", 1, terms, {}, [])
+
+
+def test_setting_terms_are_read_before_the_engines():
+    """A term that `with_durability` turns into the engines' terms (log_write_cpu: a relaxed
+    replica's commit_cpu) is read by neither engine: the core does not list it, and the
+    relaxed profile carries its value in the term both engines read."""
+    assert not set(commitsched_simcore.PROFILE_READS) & engine.SETTING_PROFILE_TERMS
+    p = dataclasses.replace(PROFILES["durable"], log_write=50.0, log_write_cpu=12.0)
+    assert p.with_durability("relaxed").commit_cpu == 12.0

@@ -503,7 +503,9 @@ def cmd_report(a) -> int:
     base = get_profile(a.base or nearest_base(window.cores))
     result = fit(window, runs[cal]["txns"], base)
     profile = described(result, window, base, "lag-check-replica")
-    with open(os.path.join(a.out, "profile.json"), "w") as f:
+    to = a.to or a.out
+    os.makedirs(to, exist_ok=True)
+    with open(os.path.join(to, "profile.json"), "w") as f:
         json.dump({"profiles": [profile.to_json()]}, f, indent=1)
     line_rate = runs[cal]["apply_rate_in_drain"]
     rows = []
@@ -543,13 +545,13 @@ def cmd_report(a) -> int:
               "backfilled": backfilled, "line_apply_rate": line_rate,
               "fit_drain_measured_s": result.measured_drain,
               "fit_drain_replayed_s": result.fitted_drain, "rows": rows, "summary": summary}
-    with open(os.path.join(a.out, "results.json"), "w") as f:
+    with open(os.path.join(to, "results.json"), "w") as f:
         json.dump(report, f, indent=1)
     text = markdown(report, a.material_lag)
-    with open(os.path.join(a.out, "report.md"), "w") as f:
+    with open(os.path.join(to, "report.md"), "w") as f:
         f.write(text)
     if a.doc:
-        put_in_doc(a.doc, text)
+        put_in_doc(a.doc, text, a.doc_marker)
     print(text)
     return 0
 
@@ -577,12 +579,16 @@ def backfill(window, run_dir: str, a) -> list[str]:
     if a.log_write_ms is not None and window.log_write_ms is None:
         window.log_write_ms = a.log_write_ms
         said.append(f"the redo log's O_DIRECT write {a.log_write_ms} ms (given)")
+    if getattr(a, "io_cpu", None) and window.io_cpu is None:
+        window.io_cpu = json.load(open(a.io_cpu))["io_cpu"]
+        said.append(f"the commit's CPU per write and sync probed later, not with the window "
+                    f"({a.io_cpu}: a refit)")
     return said
 
 
-def put_in_doc(path: str, text: str) -> None:
-    """Replace what stands between the doc's lag-check markers by `text`."""
-    begin, end = "<!-- lag-check:begin -->", "<!-- lag-check:end -->"
+def put_in_doc(path: str, text: str, marker: str = "lag-check") -> None:
+    """Replace what stands between the doc's `marker` markers by `text`."""
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
     doc = open(path, encoding="utf-8").read()
     if begin not in doc or end not in doc:
         raise SystemExit(f"lag_check: {path} has no {begin} ... {end} markers")
@@ -596,9 +602,18 @@ def summarize(rows: list[dict], material: float) -> dict:
     """Over the runs not used to calibrate: median |error| of drain and of max lag (where the
     measured lag is material: at least `material` s, ten sampling intervals and more), and
     how many keeps-up verdicts are right; for the model and the straight line."""
+    held = [r for r in rows if not r["calibrating"]]
+    out = _summary(held, material)
+    # the same over each durability's runs alone
+    for durability in ("durable", "relaxed"):
+        out[durability] = _summary([r for r in held if r["config"].startswith(durability)],
+                                   material)
+    return out
+
+
+def _summary(held: list[dict], material: float) -> dict:
     import statistics
     out = {}
-    held = [r for r in rows if not r["calibrating"]]
     for who in ("model", "line"):
         drains = [abs(_err(r[who]["drain_s"], r["measured"]["drain_s"])) for r in held
                   if r["stop_s"] and _err(r[who]["drain_s"], r["measured"]["drain_s"]) is not None]
@@ -657,6 +672,20 @@ def markdown(report: dict, material: float) -> str:
     lines.append(f"| keeps-up verdict right | {s['model']['keeps_up_right']} of "
                  f"{s['model']['keeps_up_runs']} | {s['line']['keeps_up_right']} of "
                  f"{s['line']['keeps_up_runs']} |")
+    for durability in ("durable", "relaxed"):
+        part = s.get(durability)
+        if not part or not part["model"]["keeps_up_runs"]:
+            continue
+        for key, label in (("drain_median_error", "drain"),
+                           ("max_lag_median_error", "max lag")):
+            n = "drain_runs" if key.startswith("drain") else "max_lag_runs"
+            cells = ["-" if part[who][key] is None else
+                     f"{100 * part[who][key]:.0f}% ({part[who][n]} runs)"
+                     for who in ("model", "line")]
+            lines.append(f"| {durability} runs only: {label} | {cells[0]} | {cells[1]} |")
+        lines.append(f"| {durability} runs only: keeps-up right | "
+                     f"{part['model']['keeps_up_right']} of {part['model']['keeps_up_runs']} | "
+                     f"{part['line']['keeps_up_right']} of {part['line']['keeps_up_runs']} |")
     return "\n".join(lines) + "\n" + apply_rates(report)
 
 
@@ -732,12 +761,19 @@ def main(argv=None) -> int:
     r.add_argument("--base", default=None,
                    help="the base profile (default: calibrate's, the nearest core count)")
     r.add_argument("--doc", help="also put the table in this doc, between its lag-check markers")
+    r.add_argument("--doc-marker", default="lag-check",
+                   help="the doc's markers' name (<!-- NAME:begin --> ... <!-- NAME:end -->)")
+    r.add_argument("--to", default=None, metavar="DIR",
+                   help="write report.md, results.json and profile.json here (default: --out)")
     r.add_argument("--log-file-buffered", choices=("on", "off"), default=None,
                    help="a window recorded before calibrate read innodb_log_file_buffering: "
                         "what the replica had")
     r.add_argument("--log-write-ms", type=float, default=None,
                    help="a window recorded before calibrate probed the redo log's O_DIRECT "
                         "write: its latency (ms)")
+    r.add_argument("--io-cpu", default=None, metavar="FILE",
+                   help="a window recorded before calibrate probed the CPU of the commit's "
+                        "writes and syncs: a probe's output ({\"io_cpu\": ...}) taken later")
     r.add_argument("--material-lag", type=float, default=0.5,
                    help="max lags below this (s) are within the sampling's resolution: shown, "
                         "not counted in the median error")
