@@ -142,6 +142,9 @@ def test_score_and_report_show_progress_on_a_terminal_only(capsys, monkeypatch, 
 
 @pytest.mark.parametrize("inputs", [[TEXT_BINLOG], [BINARY_BINLOG, "--schema", BINARY_SCHEMA]])
 def test_import_shows_progress_on_a_terminal_only(tmp_path, capsys, monkeypatch, inputs):
+    # a terminal wide enough for the whole line: it names tmp_path, whose length varies (a
+    # pytest-xdist worker's is longer), and a line wider than the terminal is cut short
+    monkeypatch.setenv("COLUMNS", "1000")
     plain = _run(capsys, ["import", *inputs, "-o", str(tmp_path / "a.jsonl")])
     assert "\r" not in plain.err
     monkeypatch.setattr(progress_mod, "is_terminal", lambda stream: True)
