@@ -22,7 +22,8 @@ help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
 	@echo "make demo       setup, then the main job: model-check one small model per spec + one"
 	@echo "                bug config, then score the bundled traces under every scheduler"
-	@echo "make test       setup, then the fast test suite (pytest + hypothesis)"
+	@echo "make test       setup, then the fast test suite (pytest + hypothesis) over every core"
+	@echo "                (PYTEST_JOBS=N: N processes, 0: one; make test-slow likewise)"
 	@echo "make fuzz       setup, then a bounded fuzzing campaign (FUZZ_SECONDS=150): exit 0/2,"
 	@echo "                no traceback, no hang, outputs complete or absent (docs/robustness.md)"
 	@echo "make test-slow  the slow checks: TLC end to end, larger property budgets, recorder"
@@ -122,8 +123,12 @@ demo-score:
 	  $(CLI) score "$$t" --workers $(WORKERS) --profile $(PROFILE) --quiet || exit 1; \
 	done
 
+# The suites' tests spread over the cores (pytest-xdist; PYTEST_JOBS=0: one process), each
+# file in one process: a module's fixture (a server on a fixed port) is set up once.
+PYTEST_JOBS ?= auto
+PYTEST_PAR = -n $(PYTEST_JOBS) --dist loadfile
 test: setup
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q $(PYTEST_PAR) -m "not slow" tests
 
 # A bounded campaign (checks/fuzz.py); CI runs it after the fast tests.
 FUZZ_SECONDS ?= 150
@@ -131,7 +136,7 @@ fuzz: setup
 	$(PY) -m commitsched.checks.fuzz --seconds $(FUZZ_SECONDS) --out build/fuzz
 
 test-slow: $(TLC_JAR)
-	$(PY) -m pytest -q -m "slow" tests
+	$(PY) -m pytest -q $(PYTEST_PAR) -m "slow" tests
 
 # TLC_ARGS: e.g. --skip-bugs --exhaustive-only --jobs 2 (what CI runs: .ci/run says why)
 TLC_ARGS ?=

@@ -1,11 +1,13 @@
 """Scoring: replay one trace under schedulers and worker counts, against serial and the bound."""
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing as mp
 
 import numpy as np
 import os
+import signal
 from typing import Callable, Iterator, Sequence
 
 from .metrics import RunMetrics, bound_for, heuristic_bounds, heuristic_bounds_for
@@ -166,12 +168,34 @@ def _fork_call(i: int) -> tuple[bool, object]:
         return False, None
 
 
+_WORKER_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
 def _quiet_worker_signals() -> None:
     """A pool worker dies quietly when the pool ends it (SIGTERM) or the user interrupts the
-    sweep (SIGINT): the parent reports, not each worker with a traceback of its own."""
-    import signal
+    sweep (SIGINT): the parent reports, not each worker with a traceback of its own. The worker
+    was forked with both signals blocked (`_signals_held`), so one sent before now waits until
+    these handlers are in place."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """SIGTERM and SIGINT blocked in this thread while the pool forks its workers (and in the
+    pool's threads, which inherit the mask: they fork any replacement worker). A forked child
+    starts with its parent's handlers, and `cli.main`'s SIGTERM handler raises: a worker the
+    pool ends before its initializer ran (the sweep was done first, on a loaded machine) would
+    raise in the child, printing a traceback, or, if it came before multiprocessing's own
+    try/finally around the child, escape `os._exit` and run on as a copy of the parent, which
+    the parent then waits for forever. Blocked, the signal waits in the child for
+    `_quiet_worker_signals`; a signal sent to the parent meanwhile is delivered on leaving."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def fork_map(fn: Callable, items: Sequence, jobs: int,
@@ -194,8 +218,10 @@ def fork_map(fn: Callable, items: Sequence, jobs: int,
     global _FORK
     outer, _FORK = _FORK, (fn, items)
     try:
-        with mp.get_context("fork").Pool(min(jobs, len(items)),
-                                         initializer=_quiet_worker_signals) as pool:
+        with _signals_held():
+            pool = mp.get_context("fork").Pool(min(jobs, len(items)),
+                                               initializer=_quiet_worker_signals)
+        with pool:
             results = pool.imap(_fork_call, range(len(items)))
             for i in range(len(items)):
                 ok, value = _next(results, tick)

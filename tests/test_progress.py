@@ -5,6 +5,8 @@ import io
 import multiprocessing as mp
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -72,6 +74,7 @@ def test_nothing_when_quiet_or_not_a_terminal(monkeypatch):
         assert out.getvalue() == ""
 
 
+@pytest.mark.timeout(120)        # a hang fails the test, not CI
 def test_fork_map_ticks_while_its_workers_are_busy():
     """The worker waits until the parent has ticked (an event, not a clock): it can only
     finish by the tick, and says whether it was released by it."""
@@ -80,6 +83,29 @@ def test_fork_map_ticks_while_its_workers_are_busy():
     def slow(x):
         return released.wait(60)
     assert list(fork_map(slow, [1, 2], 2, tick=released.set)) == [True, True]
+
+
+# A worker that starts late: the sweep is over (the other worker did both items) and the pool
+# ends it before its initializer ran, with SIGTERM raising as `commitsched.cli.main` makes it.
+_LATE_WORKER = """
+import os, signal, sys, time
+from commitsched import cli
+from commitsched.scoring import fork_map
+signal.signal(signal.SIGTERM, cli._on_sigterm)
+forks = [0]
+os.register_at_fork(before=lambda: forks.__setitem__(0, forks[0] + 1),
+                    after_in_child=lambda: forks[0] == 2 and time.sleep(1.5))
+print(list(fork_map(lambda x: x * x, [1, 2, 3], 2)))
+"""
+
+
+def test_a_worker_ended_before_it_started_dies_quietly():
+    """A loaded machine may start a pool worker late; the pool then ends it as it begins. It
+    used to inherit the raising SIGTERM handler: a traceback, or a child running on as a copy of
+    the parent, waited for forever (a hang)."""
+    r = subprocess.run([sys.executable, "-c", _LATE_WORKER], capture_output=True, text=True,
+                       timeout=60)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "[1, 4, 9]\n", "")
 
 
 def _no_solver_time(text: str) -> str:
@@ -116,6 +142,9 @@ def test_score_and_report_show_progress_on_a_terminal_only(capsys, monkeypatch, 
 
 @pytest.mark.parametrize("inputs", [[TEXT_BINLOG], [BINARY_BINLOG, "--schema", BINARY_SCHEMA]])
 def test_import_shows_progress_on_a_terminal_only(tmp_path, capsys, monkeypatch, inputs):
+    # a terminal wide enough for the whole line: it names tmp_path, whose length varies (a
+    # pytest-xdist worker's is longer), and a line wider than the terminal is cut short
+    monkeypatch.setenv("COLUMNS", "1000")
     plain = _run(capsys, ["import", *inputs, "-o", str(tmp_path / "a.jsonl")])
     assert "\r" not in plain.err
     monkeypatch.setattr(progress_mod, "is_terminal", lambda stream: True)
