@@ -141,9 +141,20 @@ R16_TABLE_ROLE = {"durable": "training set",
 # the folds' search for the held-out ablation (the worker's hand-off wait, tied to the driver's
 # pace, goes with them).
 DRIVER_TERMS = ("dispatch_event", "dispatch_thread")
+# The worker's parallel-mode CPU on its path is CPU, so the counters measure it: per binlog event
+# (`coordination_event`, the intercept at one thread of `r16.cpu_growth`, the training runs'
+# counters), not searched per transaction (`coordination`, 0). Searched, it came out at 53 µs a
+# transaction for both workloads, where the counters allow about 19 for update_index_48
+# (docs/calibration.md, "The CPU parallel mode adds").
+R16_COUNTED = ("coordination",)
+R16_TERMS = tuple(t for t in fm.TERMS if t not in R16_COUNTED)
 # The replica16 profile as shipped before the relaxed runs were measured (fitted on the durable
 # runs alone; a relaxed prediction dropped its redo flush): the relaxed table's "before" column
 R16_BEFORE = os.path.join(r16.FOLDER, "before_relaxed_runs.json")
+# The fit before the worker's parallel-mode CPU was counted (searched per transaction as
+# `coordination`, the same searches otherwise; 2026-11-27): the counted CPU's ablation, which a
+# refit needs (its full profile and its folds)
+R16_CPU_SEARCHED = os.path.join(r16.FOLDER, "fit_cpu_searched.json")
 
 
 def r16_measured() -> dict[tuple, dict]:
@@ -180,6 +191,7 @@ def replica16_rows(fit_json: dict, full: bool = True, ablations: bool = True,
                  for w, p in fit_json.get("cv_without_driver", {}).items()}
     previous = _previous_profile(cores=16, durability=durability)
     before = _before_profile() if durability == "relaxed" else None
+    searched = _stored_fit(R16_CPU_SEARCHED)
     constant = statistics.median(m["median"] for m in meas.values())
     # the constant a user could know without this workload's answers: the other workload's
     other_constant = {w: statistics.median(m["median"] for (o, _, _), m in meas.items() if o != w)
@@ -203,6 +215,12 @@ def replica16_rows(fit_json: dict, full: bool = True, ablations: bool = True,
             # exceed it: the held-out prediction is then what the fold says)
             fold = folds[w].with_durability(durability)
             row["cv"] = fm.predict(given, fm.with_exec(fold, [given], clamp=True), mode, n)
+        if searched:
+            row["cpu_searched"] = fm.predict(wl, profile_from_dict(
+                searched["profile"]).with_durability(durability), mode, n)
+            fold = profile_from_dict(searched["cv"][w]).with_durability(durability)
+            row["cv_cpu_searched"] = fm.predict(given, fm.with_exec(fold, [given], clamp=True),
+                                                mode, n)
         if w in no_driver:
             fold = no_driver[w].with_durability(durability)
             row["cv_without_driver"] = fm.predict(given, fm.with_exec(fold, [given], clamp=True),
@@ -218,11 +236,147 @@ def replica16_rows(fit_json: dict, full: bool = True, ablations: bool = True,
     return rows
 
 
+def noise_floor(durability: str, draws: int = 4000, seed: int = 27) -> dict:
+    """How closely these measurements can be predicted at all, from their round-to-round spread
+    (each run's speedup over the same round's serial apply, as `r16.measured`):
+    - `loro`: leave one round out: the median |error| of the other rounds' median speedup as a
+      prediction of one round's, over every run of every configuration;
+    - `sigma`: the run-to-run spread of the log speedup, robustly: the median |difference| of two
+      runs of one configuration / (sqrt 2 x 0.6745), the standard deviation a normal spread
+      with that median would have (not pulled up by the one-in-ten stalls, as the plain standard
+      deviation is);
+    - `floor`: the median |error| a perfect-in-expectation model (one that predicts every
+      configuration's true speedup) scores against medians of as many rounds as were measured:
+      each run's log error drawn from the pooled pairwise differences / sqrt 2 (nonparametric,
+      the same spread), `draws` times over the 16 configurations (seeded: deterministic), with
+      its 10th and 90th percentile;
+    - `single_run`: the median of single runs' |deviation| from their configuration's median
+      (shared/replica16's README figure; with 3 rounds a third of the runs are that median and
+      count 0, so it understates the spread)."""
+    import itertools
+    import random
+    speedups = [m["speedups"] for m in r16.measured(durability=durability).values()]
+    logs = {i: [math.log(s) for s in v] for i, v in enumerate(speedups)}
+    rounds = min(len(v) for v in speedups)
+    loro = [abs(statistics.median(v[:i] + v[i + 1:]) / s - 1)
+            for v in speedups for i, s in enumerate(v)]
+    diffs = [(a - b) / math.sqrt(2) for v in logs.values()
+             for a, b in itertools.permutations(v, 2)]
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(
+        abs(math.exp(-statistics.median(rng.choice(diffs) for _ in range(rounds))) - 1)
+        for _ in logs) for _ in range(draws))
+    q = statistics.quantiles(medians, n=10, method="inclusive")
+    single = [abs(math.exp(x - statistics.median(v)) - 1) for v in logs.values() for x in v]
+    return {"durability": durability, "rounds": rounds, "configurations": len(logs),
+            "loro": statistics.median(loro),
+            "sigma": statistics.median(abs(d) for d in diffs) / 0.6745,
+            "floor": statistics.median(medians), "floor_band": (q[0], q[-1]),
+            "single_run": statistics.median(single)}
+
+
+def noise_floor_table(settings=R16_SETTINGS) -> list[str]:
+    out = ["| durability | rounds | leave one round out: median error | run-to-run spread of "
+           "the log speedup (robust sd) | a perfect model against medians of the rounds: median "
+           "error [10th, 90th pct] | single runs against their configuration's median |",
+           "|---|---|---|---|---|---|"]
+    for d in settings:
+        f = noise_floor(d)
+        lo, hi = f["floor_band"]
+        out.append(f"| {d} | {f['rounds']} | {100 * f['loro']:.0f}% | {f['sigma']:.2f} | "
+                   f"{100 * f['floor']:.0f}% [{100 * lo:.0f}%, {100 * hi:.0f}%] | "
+                   f"{100 * f['single_run']:.0f}% |")
+    return out
+
+
+def model_cpu_us(workload: "fm.Workload", profile: Profile, mode: str, workers: int) -> float:
+    """The CPU (µs per transaction) the model's parallel apply spends beyond its serial replay:
+    what the replica's CPU counters measure as busy cores x apply time, less the serial apply's
+    (the same terms as calib_report.predict's CPU: execution with the parallel-mode CPU, the
+    driver, the leader's work, the contention CPU, the flushes' CPU)."""
+    _, collect, _, _ = calib_report._model()
+    p = profile
+    txns = workload.txns
+    runs, _ = collect(f"commit_id+mariadb_{mode}", txns, workers, p)
+    flushes = len({r.ready for r in runs}) if p.commit_grouped else len(runs)
+    groups = len({r.commit for r in runs}) if p.log_replica_updates else 0
+    parallel = (sum(r.exec + p.dispatch_cost(r.txn, workers) + p.member_cost(r.txn)
+                    + p.contention_cpu(r.txn, workers) for r in runs)
+                + flushes * p.commit_cpu + groups * p.sync_cpu)
+    serial = (sum(p.exec_cost(t) + p.dispatch_cost(t, 1) for t in txns)
+              + len(txns) * (p.commit_cpu + (p.sync_cpu if p.log_replica_updates else 0.0)))
+    return (parallel - serial) / len(txns)
+
+
+def cpu_rows(fit_json: dict, full: bool = True, progress=print) -> list[dict]:
+    """Per replica16 configuration and durability: the CPU parallel mode adds per transaction,
+    measured (each run's busy cores x apply time / N less the same round's serial apply's:
+    whole-machine counters, so the server's background threads cancel only on average) and the
+    model's (`model_cpu_us`), the stored profile and the held-out fold. Fitted on these
+    counters, durable runs only: the parallel-mode CPU per event at one thread and its growth
+    with the thread count (`coordination_event`, `coordination_thread`)."""
+    model = profile_from_dict(fit_json["profile"])
+    folds = {w: profile_from_dict(p) for w, p in fit_json.get("cv", {}).items()}
+    workloads = r16_workloads(None if full else 2000)
+    rows = []
+    for d in R16_SETTINGS:
+        runs = r16.load_rows(durability=d)
+        n = {w: wl.full_count for w, wl in workloads.items()}
+        serial = {(r["workload"], r["round"]): r["cpu_busy_cores"] * r["seconds"]
+                  for r in runs if r["mode"] == "serial"}
+        extra: dict[tuple, list] = {}
+        for r in runs:
+            if r["mode"] != "serial" and (r["workload"], r["round"]) in serial:
+                extra.setdefault((r["workload"], r["mode"], r["threads"]), []).append(
+                    (r["cpu_busy_cores"] * r["seconds"] - serial[(r["workload"], r["round"])])
+                    / n[r["workload"]] * 1e6)
+        for (w, mode, threads), v in sorted(extra.items()):
+            progress(f"  replica16 CPU {d} {w} {mode} W={threads}")
+            given = workloads[w].only(d)
+            fold = (fm.with_exec(folds[w].with_durability(d), [given], clamp=True)
+                    if w in folds else None)
+            rows.append({"durability": d, "workload": w, "mode": mode, "threads": threads,
+                         "median": statistics.median(v), "min": min(v), "max": max(v),
+                         "model": model_cpu_us(workloads[w], model.with_durability(d), mode,
+                                               threads),
+                         "cv": model_cpu_us(given, fold, mode, threads) if fold else None})
+    return rows
+
+
+def cpu_table(rows: list[dict]) -> list[str]:
+    out = ["| durability | workload | mode | W | measured µs/txn median [min, max] | model | "
+           "held-out fold |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        cv = "-" if r["cv"] is None else f"{r['cv']:.0f}"
+        out.append(f"| {r['durability']} | {r['workload']} | {r['mode']} | {r['threads']} | "
+                   f"{r['median']:.0f} [{r['min']:.0f}, {r['max']:.0f}] | {r['model']:.0f} | "
+                   f"{cv} |")
+    out += ["", "| durability | workload | measured median over configurations | model | "
+            "held-out fold |", "|---|---|---|---|---|"]
+    for d in R16_SETTINGS:
+        for w in r16.WORKLOADS:
+            mine = [r for r in rows if (r["durability"], r["workload"]) == (d, w)]
+            if mine:
+                cv = [r["cv"] for r in mine if r["cv"] is not None]
+                out.append(f"| {d} | {w} | {statistics.median(r['median'] for r in mine):.0f} | "
+                           f"{statistics.median(r['model'] for r in mine):.0f} | "
+                           + (f"{statistics.median(cv):.0f} |" if cv else "- |"))
+    return out
+
+
 def _previous_profile(cores: int | None, durability: str = "durable") -> Profile:
     with open(PREVIOUS) as f:
         p = {d["name"]: d for d in json.load(f)["profiles"]}[f"{durability}-mariadb"]
     p = profile_from_dict(p)
     return replace(p, cores=cores) if cores else p
+
+
+def _stored_fit(path: str) -> dict | None:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
 
 
 def _before_profile() -> Profile | None:
@@ -432,7 +586,11 @@ def markdown(r16_rows: dict[str, list[dict]], two_rows: list[dict],
         out += _config_table(rows, ("workload", "mode"), mine)
         out += ["", _summary_table(rows, [(k, t) for k, t in mine]
                                    + [("cv_without_driver", "model, other workload's fit "
-                                       "refitted without the driver's terms (CV)")]
+                                       "refitted without the driver's terms (CV)"),
+                                      ("cpu_searched", "model with its parallel-mode CPU "
+                                       "searched per transaction, not counted (refitted)"),
+                                      ("cv_cpu_searched", "the same, other workload's fit "
+                                       "(CV)")]
                                    + [("without " + a, "model without " + a) for a in ABLATIONS]),
                 "", _best_w_lines(rows, ("workload", "mode"))]
     if r16_rows and os.path.exists(R16_FIT):
@@ -445,6 +603,25 @@ def markdown(r16_rows: dict[str, list[dict]], two_rows: list[dict],
                 "workload) have them: the driver (every event read, parsed and queued by one "
                 "thread) and the in-order commit's hand-off (its CPU and the successor's "
                 "wake-up). µs per transaction.", "", *ceiling]
+        with open(R16_FIT) as f:
+            cpu = cpu_table(cpu_rows(json.load(f), progress=lambda s: None))
+        out += ["", "### replica16: the CPU parallel mode adds, measured against the model", "",
+                "Per transaction, µs: each parallel run's CPU (the machine's busy cores x apply "
+                "time / N, whole-machine counters) less the same round's serial apply's, "
+                "median [min, max] over the rounds; the model's (its parallel apply's CPU less "
+                "its serial replay's: the worker's parallel-mode CPU, the driver's growth with "
+                "threads, the contention CPU off the path, the grouped flushes' CPU). The "
+                "profile takes from these counters, durable runs only, the parallel-mode CPU "
+                "per event at one thread and its growth per extra thread; the relaxed rows "
+                "are fitted on by nothing.", "", *cpu]
+        out += ["", "### replica16: the noise floor", "",
+                "How closely these measurements can be predicted at all "
+                "(`fidelity.noise_floor`): each round predicted by the other rounds' median "
+                "speedup; the run-to-run spread of the log speedup; and the median error that "
+                "a model predicting every configuration's true speedup would score against the "
+                "medians of as many rounds (each run's error drawn from the measured pairwise "
+                "differences, 4,000 draws of the 16 configurations, seeded).", "",
+                *noise_floor_table()]
     cols2 = [("model", "model"), ("constant", "baseline: constant"),
              ("previous", "baseline: previous model")]
     out += ["", "## The project's 2-core VM (predicted configurations never used in the fit)", ""]
@@ -664,18 +841,19 @@ def fit_replica16(maxiter: int, limit: int | None, progress=print) -> dict:
                        dispatch=0.0, retry=0.0, provenance="", cores=16, per_core_queues=True,
                        commit_grouped=True, shared_disk=True, log_replica_updates=False,
                        coordination_thread=round(growth["coordination_thread"], 4),
-                       machine=r16.MACHINE)
+                       coordination_event=round(growth["coordination_event"], 4),
+                       coordination=0.0, machine=r16.MACHINE)
     configs = [c for c in sorted(meas) if c[0] in R16_SEARCHED]
     # The worker's wait per event hand-off, tied to the driver's time per event by the ratio the
     # 2-core VM's one-thread runs measure (the only runs that show both; replica16 has none)
     handoff = calib_fit.handoff_ratio([os.path.join(CAL, name) for name in TWO_CORE])
     # three independent searches, one process each, all from the generic start: both workloads,
     # and one fold per held-out workload
-    _SEARCHES[:] = [(base_from_counters(wls), wls, meas, configs, maxiter, fm.START,
-                     handoff["ratio"], fm.TERMS)]
-    no_driver = tuple(t for t in fm.TERMS if t not in DRIVER_TERMS)
     cold = dict(zip(fm.TERMS, fm.COLD))
-    for terms in (fm.TERMS, no_driver):
+    _SEARCHES[:] = [(base_from_counters(wls), wls, meas, configs, maxiter,
+                     tuple(cold[t] for t in R16_TERMS), handoff["ratio"], R16_TERMS)]
+    no_driver = tuple(t for t in R16_TERMS if t not in DRIVER_TERMS)
+    for terms in (R16_TERMS, no_driver):
         for held in wls:
             train = [w for w in wls if w is not held]
             _SEARCHES.append((base_from_counters(train), train, meas,
@@ -731,7 +909,7 @@ def cmd_fit(a) -> int:
     prof = res["profile"]
     fitted_from = {t: "replica16 timings, both workloads, every durable configuration "
                       "(training set; the relaxed parallel runs are not fitted)"
-                   for t in fm.TERMS}
+                   for t in R16_TERMS}
     wait = res["flush"]
     fitted_from.update(
         exec_default="the serial applies of both workloads at both durabilities (per "
@@ -739,6 +917,9 @@ def cmd_fit(a) -> int:
                      "flush and its relaxed apply leave)",
         exec_row="the same, per row changed (the mechanism, since these workloads' rows and "
                  "events scale alike)",
+        coordination_event="replica16 CPU counters (cpu_busy_cores x seconds), durable runs: "
+                           "intercept at one thread of the parallel-mode CPU per event (the "
+                           "worker's parallel-mode CPU is CPU: counted, not searched)",
         coordination_thread="replica16 CPU counters (cpu_busy_cores x seconds), durable runs: "
                             "slope of the parallel-mode CPU per event against the thread count",
         cores="the machine's CPU count",
