@@ -37,6 +37,8 @@ help:
 	@echo "make fidelity   predicted against measured on replica16 (16 cores) and the 2-core VM, with"
 	@echo "                the baselines and one ablation row per mechanism (~3 min)"
 	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~2.5 min on a quiet 2-core VM)"
+	@echo "make device16-report  the pre-registered test of replica16's model on a second 16-core machine"
+	@echo "                (traces/calibration/device16/report.md and its section of docs/calibration.md)"
 	@echo "make lag-check  the real check of lag and calibrate: a live MariaDB primary and replica,"
 	@echo "                sysbench at fixed rates, lag and drain measured against predicted (~25 min)"
 	@echo "make lag-check-report  refit and redo the lag table from the stored runs"
@@ -192,6 +194,13 @@ fidelity: python-deps
 
 fidelity-fit: python-deps
 	$(PY) traces/record/fidelity.py fit
+
+# The pre-registered test of the replica16 model on a second 16-core machine
+# (traces/calibration/device16/preregistered.json): simulates the registered predictions, writes
+# report.md, report.json and docs/calibration.md's device16 section.
+.PHONY: device16-report
+device16-report: python-deps
+	$(PY) traces/record/device16.py report
 
 # The real check of `commitsched lag` (docs/lag.md): a live MariaDB primary and replica on this
 # machine (primary + sysbench on CPU 0, the replica on CPU 1 at a fifth of its bandwidth),
