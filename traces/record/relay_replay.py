@@ -18,7 +18,11 @@ and replica16's relaxed replica started relaxed.
 Output: one CSV row per run as replica16's timings.csv has them (seconds measured on the client
 across START SLAVE .. MASTER_GTID_WAIT on a local socket), written as each run ends.
 
-    python3 relay_replay.py --mariadbd PATH --share DIR --recordings DIR --work DIR --out CSV
+    python3 relay_replay.py --mariadbd PATH --share DIR --datadir-tar DATA.tar.xz \
+        --recordings DIR --work DIR --out CSV [--durabilities durable,relaxed,relaxed_runtime]
+
+(`--share`: the folder holding errmsg.sys, with charsets/ in it; `--datadir-tar`: a folder data/
+made by mariadb-install-db, packed: a bare machine cannot run that script.)
 """
 from __future__ import annotations
 
