@@ -70,7 +70,9 @@ def cpu_shares(before: list[int], after: list[int], seconds: float) -> tuple[flo
 
 
 def fsync_probe_ms(directory: Path, n: int = 30) -> float:
-    """Median of n fdatasyncs of a 512-byte append (replica16's `fsync_ms`)."""
+    """Median of n fdatasyncs of a 512-byte append (replica16's `fsync_ms`). The same probe as
+    commitsched.calibrate_replica.fsync_ms, written again because this rig runs on a bare
+    machine with no commitsched installed (its only dependency is PyMySQL)."""
     path = directory / "fsync_probe"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     times = []
