@@ -16,7 +16,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
 .PHONY: setup python-deps rust java tlc-jar graphviz mariadb-client demo demo-score demo-tlc test test-slow \
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
-        help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-d-refit
+        help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -48,6 +48,8 @@ help:
 	@echo "                under MEASURE); lag-check-d-report: its table in docs/lag.md"
 	@echo "make lag-check-e  campaign E (issue 27, pre-registered): top-speed, drain and single-client"
 	@echo "                runs (~25 min under MEASURE); lag-check-e-report: its table in docs/lag.md (~3 min)"
+	@echo "make lag-check-f  campaign F: E repeated on a quiet machine (~25 min under MEASURE);"
+	@echo "                lag-check-f-report: its table in docs/lag.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 	@echo "make galera-measure  measure a 3-node Galera cluster's sustained throughput, 12 configurations"
 	@echo "                (~50 min, in 3 pieces; MEASURE=CMD wraps each piece, e.g. a lock that keeps the machine quiet)"
@@ -265,6 +267,21 @@ lag-check-e: python-deps
 lag-check-e-report: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_E) --doc docs/lag.md \
 		--doc-marker lag-check-e
+
+# Campaign F (issue 27, docs/lag.md): campaign E's rig and runs repeated unchanged on a quiet
+# machine (no other job running), pre-registered in its folder before it was measured: a test of
+# whether E's durable misses were the machine's noise (~25 minutes under MEASURE).
+LAG_CHECK_F = traces/calibration/lag_check_f
+LAG_CHECK_F_PORT ?= 3821
+lag-check-f: python-deps
+	$(MEASURE) $(PY) traces/record/lag_check.py measure --out $(LAG_CHECK_F) --replica-binlog \
+		--primary-durability relaxed --port $(LAG_CHECK_F_PORT) \
+		--runs "$(shell cat $(LAG_CHECK_F)/runs.txt)"
+	$(MAKE) lag-check-f-report
+
+lag-check-f-report: python-deps
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_F) --doc docs/lag.md \
+		--doc-marker lag-check-f
 
 # Campaign D's runs refitted with the commit's CPU probed (the probe taken after D, on the same
 # disk: a refit on the data the change was made on, NOT a fair test), into lag_check_e/d_refit.
