@@ -79,6 +79,10 @@ class Window:
     # disk (io_cpu_us: {op: {"cpu_us", "switches"}}); None: not probed (an older window, or a
     # replica on another machine)
     io_cpu: dict | None = None
+    # the mean time (ms) of a 4 KiB O_DIRECT write over a second or more of them back to back
+    # (write_sustained_ms): 1 / the write IOs a second the disk sustains for one thread; taken
+    # while the probe had the SQL thread stopped, else before the window. None: not probed
+    write_sustained_ms: float | None = None
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": 1, **asdict(self)}
@@ -111,6 +115,11 @@ class Window:
                 for k in IO_CPU_OPS)):
             raise CalibrateError(f"{path}: a malformed window (io_cpu must give cpu_us for "
                                  f"{', '.join(IO_CPU_OPS)})")
+        if w.write_sustained_ms is not None and not (
+                isinstance(w.write_sustained_ms, (int, float))
+                and math.isfinite(w.write_sustained_ms) and w.write_sustained_ms > 0):
+            raise CalibrateError(f"{path}: a malformed window (write_sustained_ms must be a "
+                                 f"positive number of ms)")
         w.samples = samples
         if w.cpu is not None:
             try:
@@ -199,6 +208,41 @@ def direct_write_ms(directory: str, n: int = 50) -> float | None:
         os.close(fd)
         os.unlink(path)
     return round(float(np.median(lat)), 4)
+
+
+def write_sustained_ms(directory: str, seconds: float = 2.0) -> float | None:
+    """Mean time (ms) of a 4 KiB O_DIRECT write over `seconds` of them back to back in
+    `directory`: 1 / the write IOs a second the disk sustains. On a plain disk it is about the
+    write's latency (`direct_write_ms`). On a disk whose IOs are rationed (a cloud volume's
+    IOPS cap, cgroup blkio throttling) it is 1 / the cap, where a short quiet probe's median
+    sees the allowance's burst at the device's speed: the throttle deals the allowance per
+    slice (100 ms for blk-throttle; seconds of burst credit for a cloud volume), so most writes
+    pass at once and a few wait for the next slice. A commit's device write costs the cap's
+    1 / IOPS once the replica's writes use the whole allowance, which is when it lags. None
+    where the file system refuses O_DIRECT."""
+    import mmap
+    path = os.path.join(directory, f".commitsched-sustained-{os.getpid()}")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o600)
+    except (OSError, AttributeError):
+        return None
+    buf = mmap.mmap(-1, 4096)                 # page-aligned, as O_DIRECT needs
+    buf.write(b"x" * 4096)
+    n = 0
+    try:
+        t0 = time.perf_counter()
+        while True:
+            os.pwrite(fd, buf, 4096 * (n % 16))
+            n += 1
+            span = time.perf_counter() - t0
+            if span >= seconds:
+                break
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return round(1e3 * span / n, 4)
 
 
 # What `io_cpu_us` measures, each as its server does it at commit: `direct_write` the redo log's
@@ -296,6 +340,10 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
         io_cpu = io_cpu_us(d) if d else None
         if cores is None:
             cores = local_cores(s, address)
+        # without a probe the sustained write rate is taken now, beside the replica's own writes
+        # (what the disk has left); with one, while the SQL thread is stopped (its commits'
+        # writes out of the way)
+        sustained = write_sustained_ms(d) if d and not probe else None
         before = worker_counts(conn)
         appliers = AppliersCpu(conn, local_pid(s, address))
         cpu: list = []
@@ -316,6 +364,9 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
                     stop_sql_thread(conn, flavor)
                     stopped = True
                     state["stopped"] = clock()
+                    if d:
+                        progress("probe: the disk's sustained write rate")
+                        sustained = write_sustained_ms(d)
                 elif stopped and clock() - state["stopped"] >= probe:
                     start_sql_thread(conn, flavor)
                     stopped = False
@@ -344,7 +395,7 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
     return Window(address.label(), s, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)),
                   interval, samples, probe_info, fsync, cores, before, after,
                   cpu if readable and cpu else None,
-                  appliers.source if readable and cpu else None, log_write, io_cpu)
+                  appliers.source if readable and cpu else None, log_write, io_cpu, sustained)
 
 
 def _caught_up(applied_state: str, received_state: str, flavor: str) -> bool:
@@ -640,6 +691,15 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
         # a buffered redo log's write is a copy, not this device write
         io_cpu = {**io_cpu, "direct_write": {"cpu_us": 0.0, "switches": 0.0}}
     write_us = 1e3 * window.log_write_ms if unbuffered and window.log_write_ms else 0.0
+    sustained_us = 1e3 * window.write_sustained_ms if window.write_sustained_ms else 0.0
+    if unbuffered and sustained_us > write_us:
+        # a disk whose writes are rationed: a commit's write costs 1 / the IOs a second the
+        # disk sustains once the replica's writes use it all (write_sustained_ms)
+        notes.append(f"the redo log's write {sustained_us:.0f} µs: the disk sustained "
+                     f"{1e6 / sustained_us:.0f} writes a second, where a single write took "
+                     + (f"{write_us:.0f} µs" if write_us else "was not probed")
+                     + " (a rationed disk: an IOPS cap)")
+        write_us = sustained_us
     if unbuffered and not write_us:
         notes.append("the redo log is unbuffered (innodb_log_file_buffering=OFF) but its write "
                      "latency was not probed: a relaxed prediction leaves the write out")

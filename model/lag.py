@@ -56,12 +56,17 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
     headroom, bound = rep.headroom(keeps_up)
     first = two.lag[:n]
     worst = int(np.argmax(first))
+    # the replay's backlog when the source's last transaction arrives: the first lap's
+    # transactions not yet committed then (the replay is causal: the second lap, arriving later,
+    # cannot move a commit across that instant)
+    end_backlog = int(np.count_nonzero(two.commit[:n] > two.source[n - 1]))
     apply_rate = n / closed * PER_SECOND if closed > 0 else float("inf")
     write_rate = times.write_rate()
     out = {
         "scheduler": scheduler, "workers": workers, "profile": profile.name,
         "transactions": n,
         "keeps_up": keeps_up,
+        "end_backlog": end_backlog,
         "headroom": round(headroom, 3),
         "headroom_is_bound": bound,
         "max_lag_s": round(float(first[worst]) / PER_SECOND, 6),

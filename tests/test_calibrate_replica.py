@@ -286,3 +286,38 @@ def test_the_io_cpu_probe_reads_cpu_and_switches(tmp_path):
     assert set(out) == set(IO_CPU_OPS)
     assert all(v["cpu_us"] > 0 and v["switches"] >= 0 for v in out.values())
     assert list(tmp_path.iterdir()) == []                     # its files removed
+
+
+def test_the_sustained_write_probe_times_a_run_of_writes(tmp_path):
+    from commitsched.calibrate_replica import write_sustained_ms
+    ms = write_sustained_ms(str(tmp_path), seconds=0.05)
+    if ms is None:
+        pytest.skip("this file system refuses O_DIRECT")
+    assert 0 < ms < 50
+    assert list(tmp_path.iterdir()) == []                     # its file removed
+
+
+@pytest.mark.parametrize("single, sustained, expected", [(0.05, 1.0, 1000.0),
+                                                         (0.05, 0.03, 50.0),
+                                                         (0.05, None, 50.0)])
+def test_a_rationed_disk_prices_the_redo_write_at_its_sustained_rate(single, sustained,
+                                                                    expected):
+    """An IOPS cap deals its allowance in slices: a short probe's median write passes at the
+    device's speed, a saturated replica's at 1 / the cap. The redo log's unbuffered write
+    (log_write, what a relaxed commit waits for) is the slower of the two probes."""
+    txns = workload()
+    window = recorded_window(txns, machine(1.0))
+    window.settings["log_file_buffered"] = False
+    window.log_write_ms, window.write_sustained_ms = single, sustained
+    result = fit(window, txns, BASE, cores=1, fsync=BASE_FSYNC)
+    assert result.profile.log_write == pytest.approx(expected)
+    assert any("rationed disk" in n for n in result.notes) == (expected == 1000.0)
+
+
+def test_a_window_with_a_bad_sustained_write_probe_is_refused(tmp_path):
+    obj = recorded_window(workload(), machine(1.0)).to_json()
+    obj["write_sustained_ms"] = -2
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(obj))
+    with pytest.raises(CalibrateError, match="write_sustained_ms"):
+        Window.from_file(str(path))

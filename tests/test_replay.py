@@ -150,3 +150,15 @@ def test_lag_command_without_timestamps_says_so(tmp_path, capsys):
     assert main(["lag", path, "--profile", "ideal", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "has no timestamp" in err
+
+
+def test_the_backlog_when_the_last_transaction_arrives():
+    """`end_backlog`: one worker commits transaction i (from 0) at (i + 1) x 100 µs, the last
+    arrives at 1999 x 50 µs: 1001 are not committed then; four workers are a transaction's
+    time behind (the last one, and at most a worker's batch beside it)."""
+    trace = worked_trace()
+    times = source_times(trace.txns)
+    one = lag_one(lambda: iter(trace.txns), times, "commit_id+mariadb_conservative", 1, IDEAL)
+    assert one["end_backlog"] == 1001
+    four = lag_one(lambda: iter(trace.txns), times, "commit_id+mariadb_conservative", 4, IDEAL)
+    assert 1 <= four["end_backlog"] <= 4

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import csv
 import json
 import os
@@ -107,6 +108,128 @@ def release_cpu_limit() -> None:
         pass
 
 
+BLKIO = "/sys/fs/cgroup/blkio"
+IO_CGROUP = "commitsched-lag-replica-io"
+
+
+def block_device(path: str, sysfs: str = "/sys/dev/block") -> str:
+    """`MAJ:MIN` of the disk that holds `path` (a partition's disk: blk-throttle's rules are
+    per disk)."""
+    st = os.stat(path)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    node = os.path.realpath(os.path.join(sysfs, dev))
+    if os.path.exists(os.path.join(node, "partition")):
+        with open(os.path.join(os.path.dirname(node), "dev")) as f:
+            dev = f.read().strip()
+    return dev
+
+
+class IoCap:
+    """The replica's disk as a cloud volume: the writes of every thread of the replica's
+    server capped at `iops` a second on its disk (cgroup v1 blkio's
+    `blkio.throttle.write_iops_device`), reads uncapped. What the cap charges: every bio a
+    task of the cgroup submits, an empty flush included (an fdatasync of a 4 KiB write is two),
+    and nothing the kernel's own threads submit for it (cgroup v1: page-cache writeback of its
+    buffered writes, ext4's journal commits by jbd2). The throttle deals its allowance in
+    100 ms slices, so a quiet loop of a few writes passes at the device's speed and a
+    saturated one at the cap. `calibrate`'s probes of the replica's disk run inside it too
+    (`join`, `thread_inside`): a user runs calibrate on the replica's host. The cgroup is
+    removed on every path (`release`)."""
+
+    def __init__(self, iops: int, directory: str, root: str = BLKIO, name: str = IO_CGROUP,
+                 device: str | None = None):
+        if iops < 1:
+            raise SystemExit(f"lag_check: --replica-write-iops {iops}: at least 1")
+        self.iops, self.root = iops, root
+        self.path = os.path.join(root, name)
+        self.device = device or block_device(directory)
+
+    def create(self) -> None:
+        os.makedirs(self.path, exist_ok=True)
+        with open(os.path.join(self.path, "blkio.throttle.write_iops_device"), "w") as f:
+            f.write(f"{self.device} {self.iops}")
+
+    def add(self, pid: int) -> None:
+        """The process `pid` (every thread, and those it starts later) inside the cap."""
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+
+    def command_inside(self, cmd: list[str]) -> list[str]:
+        """`cmd` started inside: a shell joins the cgroup, then becomes the command."""
+        procs = os.path.join(self.path, "cgroup.procs")
+        return ["sh", "-c", f'echo $$ > "{procs}" && exec "$@"', "sh", *cmd]
+
+    @contextlib.contextmanager
+    def thread_inside(self):
+        """The calling thread alone inside for the block (cgroup v1 moves single threads
+        through `tasks`), then back in the root group."""
+        tid = str(threading.get_native_id())
+        with open(os.path.join(self.path, "tasks"), "w") as f:
+            f.write(tid)
+        try:
+            yield
+        finally:
+            with open(os.path.join(self.root, "tasks"), "w") as f:
+                f.write(tid)
+
+    def serviced(self) -> dict[str, int]:
+        """The IOs the cgroup's tasks submitted to the disk so far: {"Read": n, "Write": n}."""
+        out = {"Read": 0, "Write": 0}
+        try:
+            with open(os.path.join(self.path, "blkio.throttle.io_serviced")) as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) == 3 and parts[0] == self.device and parts[1] in out:
+                        out[parts[1]] = int(parts[2])
+        except OSError:
+            pass
+        return out
+
+    def release(self) -> None:
+        """Every task still inside back to the root group, then the cgroup removed."""
+        if not os.path.isdir(self.path):
+            return
+        try:
+            with open(os.path.join(self.path, "tasks")) as f:
+                left = [t for t in f.read().split() if t]
+            for tid in left:
+                try:
+                    with open(os.path.join(self.root, "tasks"), "w") as f:
+                        f.write(tid)
+                except OSError:
+                    pass                      # gone meanwhile
+            os.rmdir(self.path)
+        except OSError as e:
+            log(f"removing {self.path}: {e}")
+
+
+def write_rate_probe(directory: str, seconds: float = 1.0) -> dict:
+    """4 KiB O_DIRECT writes back to back in `directory` for `seconds`: how many a second the
+    disk took (its sustained write IOPS for one thread) and the median and p99 latency (ms).
+    Beside the cap: what the replica's threads see."""
+    import mmap
+    path = os.path.join(directory, f".lag-check-iops-{os.getpid()}")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o600)
+    buf = mmap.mmap(-1, 4096)
+    buf.write(b"x" * 4096)
+    lat = []
+    try:
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            t = time.perf_counter()
+            os.pwrite(fd, buf, 4096 * (len(lat) % 16))
+            lat.append(time.perf_counter() - t)
+        span = time.perf_counter() - t0
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    lat.sort()
+    return {"writes": len(lat), "seconds": round(span, 3),
+            "writes_per_s": round(len(lat) / span, 1),
+            "median_ms": round(1e3 * lat[len(lat) // 2], 4),
+            "p99_ms": round(1e3 * lat[(99 * len(lat)) // 100], 4)}
+
+
 # A run: (name, durability, mode, threads, rate, seconds, stop_at, stop_for, clients)
 def parse_run(text: str) -> dict:
     """`durable-conservative-4@400x60+stop20:15` (clients 16) or with `/c1` for one client;
@@ -137,8 +260,11 @@ def parse_run(text: str) -> dict:
 class Rig:
     def __init__(self, root: str, port: int, cpu_percent: int | None,
                  replica_binlog: bool = False, primary_durability: str = "durable",
-                 lean_perf_schema: bool = False):
+                 lean_perf_schema: bool = False, replica_write_iops: int | None = None):
         self.tools = find_tools()
+        # the replica's disk capped at this many writes a second (IoCap); None: not capped
+        self.replica_write_iops = replica_write_iops
+        self.io_cap: IoCap | None = None
         self.cpu_percent = cpu_percent
         # log_slave_updates (not dynamic: one setting for a whole campaign) and the primary's
         # durability (a relaxed primary writes faster than a durable one)
@@ -201,6 +327,7 @@ class Rig:
                   "'thread_instrumentation')")
         pin(R.pid, REPLICA_CPU)
         limit_cpu(R.pid, self.cpu_percent)
+        io_cap = self.cap_replica_disk() if self.replica_write_iops else None
         R.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={P.port}, "
               f"MASTER_USER='repl', MASTER_PASSWORD='repl', MASTER_USE_GTID=slave_pos; "
               f"START SLAVE")
@@ -209,7 +336,28 @@ class Rig:
         return {"version": self.version, "primary_settings": p_set, "replica_settings": r_set,
                 "replica_cpu_percent_of_one_core": self.cpu_percent,
                 "replica_io_thread_cpu": PRIMARY_CPU,
-                "replica_perf_schema": "threads only" if self.lean_perf_schema else "on"}
+                "replica_perf_schema": "threads only" if self.lean_perf_schema else "on",
+                "replica_io_cap": io_cap}
+
+    def cap_replica_disk(self) -> dict:
+        """The replica's server inside an IoCap, and a probe of what its threads see: one
+        thread's 4 KiB O_DIRECT writes for a second in its datadir, inside the cap and outside
+        it (IOs the cgroup counted beside them: the probe's own and the server's)."""
+        R = self.replica
+        self.io_cap = IoCap(self.replica_write_iops, R.datadir)
+        self.io_cap.create()
+        self.io_cap.add(R.pid)
+        outside = write_rate_probe(R.datadir)
+        before = self.io_cap.serviced()
+        with self.io_cap.thread_inside():
+            inside = write_rate_probe(R.datadir)
+        after = self.io_cap.serviced()
+        probe = {"write_iops": self.replica_write_iops, "device": self.io_cap.device,
+                 "reads": "not capped", "probe_outside": outside, "probe_inside": inside,
+                 "cgroup_writes_during_inside_probe": after["Write"] - before["Write"]}
+        log(f"replica's disk capped at {self.replica_write_iops} writes/s: a thread inside "
+            f"wrote {inside['writes_per_s']:.0f}/s, outside {outside['writes_per_s']:.0f}/s")
+        return probe
 
     def positions(self) -> tuple[int, int]:
         p = self.primary.sql("SELECT @@gtid_binlog_pos")[0][0]
@@ -252,7 +400,13 @@ class Rig:
         P.sql("FLUSH BINARY LOGS")
         binlog = P.sql("SHOW MASTER STATUS")[0][0]
         status0 = {"primary": P.status(), "replica": R.status()}
-        fsync = fsync_probe(R.workdir, n=30)
+        if self.io_cap is not None:
+            with self.io_cap.thread_inside():     # the replica's disk as its threads see it
+                fsync = fsync_probe(R.workdir, n=30)
+        else:
+            fsync = fsync_probe(R.workdir, n=30)
+        cap = self.io_cap
+        io0 = cap.serviced() if cap is not None else None
         pc = pymysql.connect(unix_socket=P.sock, user="root", autocommit=True)
         rc = pymysql.connect(unix_socket=R.sock, user="root", autocommit=True)
         samples: list[tuple[float, int, int]] = []
@@ -286,9 +440,11 @@ class Rig:
                 t = time.time()
                 a = appliers.read() or (0.0, 0.0, 0)
                 io = io_thread.read() or (0.0, 0.0, 0)
+                disk = cap.serviced() if cap is not None else None
                 samples.append((t, seqno(pc, "SELECT @@gtid_binlog_pos"),
                                 seqno(rc, "SELECT @@gtid_slave_pos"), replica_cpu(),
-                                a[0], a[1], a[2], io[0]))
+                                a[0], a[1], a[2], io[0])
+                               + ((disk["Write"], disk["Read"]) if disk else ()))
                 nxt += SAMPLE_INTERVAL
                 time.sleep(max(0.0, nxt - time.time()))
 
@@ -309,6 +465,9 @@ class Rig:
                        "--probe-at", str(run["stop_at"]), "--quiet",
                        "--record", os.path.join(out, "window.json")]
             os.makedirs(out, exist_ok=True)
+            if cap is not None:
+                # on the replica's host, whose disk is the capped one: its probes inside the cap
+                cal_cmd = cap.command_inside(cal_cmd)
             cal = subprocess.Popen(cal_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    text=True)
         elif run["stop_at"] is not None:
@@ -354,9 +513,10 @@ class Rig:
         with open(os.path.join(out, "samples.csv"), "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["t", "primary_seq", "replica_seq", "replica_cpu_s", "applier_cpu_s",
-                        "applier_runq_s", "applier_vcsw", "io_cpu_s"])
-            w.writerows((f"{t:.4f}", p, r, f"{c:.2f}", f"{ac:.5f}", f"{aq:.5f}", n, f"{io:.5f}")
-                        for t, p, r, c, ac, aq, n, io in samples)
+                        "applier_runq_s", "applier_vcsw", "io_cpu_s"]
+                       + (["disk_writes", "disk_reads"] if cap is not None else []))
+            w.writerows((f"{s[0]:.4f}", s[1], s[2], f"{s[3]:.2f}", f"{s[4]:.5f}", f"{s[5]:.5f}",
+                         s[6], f"{s[7]:.5f}", *s[8:]) for s in samples)
         from commitsched.importers import import_binlog
         stats = import_binlog([os.path.join(P.datadir, binlog)],
                               os.path.join(out, "trace.jsonl.gz"), schema=[self.schema],
@@ -375,6 +535,11 @@ class Rig:
                 "replica_log_slave_updates": self.replica_binlog,
                 "primary_durability": self.primary_durability,
                 "replica_cpu_columns": appliers.source,
+                # the IOs the capped replica's threads submitted over the run (the rig's fsync
+                # probe before it excluded; calibrate's probes included on its run)
+                "replica_disk_ios": (None if cap is None else
+                                     {k: v - io0[k] for k, v in cap.serviced().items()}),
+                "replica_write_iops": self.replica_write_iops,
                 "replica_log_file_buffering": R.sql(
                     "SELECT @@innodb_log_file_buffering")[0][0]}
         with open(os.path.join(out, "meta.json"), "w") as f:
@@ -390,14 +555,30 @@ class Rig:
             except Exception as e:  # stop both whatever happens to one
                 log(f"stopping {s.name}: {e}")
         release_cpu_limit()
+        if self.io_cap is not None:
+            self.io_cap.release()
+
+
+def check_io_cap(iops: int | None, root: str = BLKIO) -> None:
+    """Refuse a cap the machine cannot give before any server starts (one line)."""
+    if iops is None:
+        return
+    if iops < 1:
+        raise SystemExit(f"lag_check: --replica-write-iops {iops}: at least 1")
+    if not os.path.isfile(os.path.join(root, "blkio.throttle.write_iops_device")):
+        raise SystemExit(f"lag_check: --replica-write-iops needs cgroup v1 blkio throttling "
+                         f"({root}/blkio.throttle.write_iops_device not found)")
+    if not os.access(root, os.W_OK):
+        raise SystemExit(f"lag_check: --replica-write-iops needs write access to {root} (root)")
 
 
 def cmd_measure(a) -> int:
     runs = [parse_run(r) for r in a.runs.split(",")]
+    check_io_cap(a.replica_write_iops)
     root = tempfile.mkdtemp(prefix="lagcheck-", dir=a.workdir)
     os.chmod(root, 0o755)                        # the servers run as mysql
     rig = Rig(root, a.port, a.cpu_percent, a.replica_binlog, a.primary_durability,
-              a.lean_perf_schema)
+              a.lean_perf_schema, a.replica_write_iops)
     atexit.register(rig.stop)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.sched_setaffinity(0, {PRIMARY_CPU})        # the sampler beside the primary
@@ -443,6 +624,9 @@ def measured(run_dir: str) -> dict:
     # (campaign D on)
     threads = (np.asarray([[float(v) for v in x[4:8]] for x in rows])
                if rows and len(rows[0]) > 7 else None)
+    # the IOs the capped replica's threads submitted (campaign G on: --replica-write-iops)
+    disk = (np.asarray([[int(v) for v in x[8:10]] for x in rows])
+            if rows and len(rows[0]) > 9 else None)
     txns = load_trace(os.path.join(run_dir, "trace.jsonl.gz")).txns
     numbers = np.asarray([int(x.gtid.rsplit("-", 1)[1]) for x in txns])
     ev = meta["events"]
@@ -469,6 +653,11 @@ def measured(run_dir: str) -> dict:
                         "io_cpu_us_per_txn": float(1e6 * d[3] / n),
                         "wall_us_per_txn": float(1e6 * (t[j] - t[i]) / n),
                         "appliers_busy": float(d[0] / (t[j] - t[i]))}
+                if disk is not None:
+                    out["disk_in_drain"] = {
+                        "writes_per_txn": float((disk[j, 0] - disk[i, 0]) / (r[j] - r[i])),
+                        "writes_per_s": float((disk[j, 0] - disk[i, 0]) / (t[j] - t[i])),
+                        "reads_per_s": float((disk[j, 1] - disk[i, 1]) / (t[j] - t[i]))}
         windows.append((ev["stop"], caught or t[-1]))
     out["max_lag_s"] = max_lag_outside(m, windows)
     end = int(np.searchsorted(t, ev["sysbench_end"])) - 1
@@ -521,7 +710,12 @@ def cmd_report(a) -> int:
         pred = lag_one(lambda txns=m["txns"]: iter(txns), times, sched, workers, prof,
                        backlog=backlog, backlog_at=max(at, 0.0))
         w = m["write_rate"]
+        # the secondary verdict (campaign G on): read like the measured one, at the load's end
+        # (no more behind than a second of its writes), on runs without a stop
+        end_model = pred.get("end_backlog")
+        end_line = max(0.0, (w - line_rate) * run["seconds"])
         line = {"keeps_up": line_rate > w,
+                "keeps_up_at_end": None if backlog else end_line <= max(w, 1.0),
                 "drain_s": straight_line_drain(backlog, line_rate, w) if backlog else None,
                 "max_lag_s": (1.0 / line_rate if line_rate > w
                               else run["seconds"] * (w / line_rate - 1.0))}
@@ -532,8 +726,17 @@ def cmd_report(a) -> int:
                                   "drain_s": m.get("drain_s"),
                                   "apply_rate_in_drain": m.get("apply_rate_in_drain"),
                                   "cpu_us_per_txn_in_drain": m.get("cpu_us_per_txn_in_drain"),
-                                  "threads_in_drain": m.get("threads_in_drain")},
+                                  "threads_in_drain": m.get("threads_in_drain"),
+                                  "disk_in_drain": m.get("disk_in_drain"),
+                                  "disk_ios": m["meta"].get("replica_disk_ios"),
+                                  "group_commits": m["meta"]["counters"]["replica"].get(
+                                      "binlog_group_commits"),
+                                  "commits": m["meta"]["counters"]["replica"].get(
+                                      "binlog_commits")},
                      "model": {"keeps_up": pred["keeps_up"], "max_lag_s": pred["max_lag_s"],
+                               "keeps_up_at_end": (None if backlog or end_model is None
+                                                   else end_model <= max(w, 1.0)),
+                               "end_backlog": end_model,
                                "drain_s": pred.get("drain_s"), "headroom": pred["headroom"],
                                "apply_rate": pred["apply_rate"]},
                      "line": line})
@@ -622,6 +825,11 @@ def _summary(held: list[dict], material: float) -> dict:
         lags = [abs(_err(r[who]["max_lag_s"], r["measured"]["max_lag_s"])) for r in held
                 if r["measured"]["max_lag_s"] >= material]
         right = sum(1 for r in held if r[who]["keeps_up"] == r["measured"]["keeps_up"])
+        at_end = [r for r in held if r[who].get("keeps_up_at_end") is not None]
+        out[who + "_at_end"] = {
+            "right": sum(1 for r in at_end
+                         if r[who]["keeps_up_at_end"] == r["measured"]["keeps_up"]),
+            "runs": len(at_end)}
         out[who] = {"drain_median_error": statistics.median(drains) if drains else None,
                     "drain_runs": len(drains), "drain_never_but_drained": never,
                     "max_lag_median_error": statistics.median(lags) if lags else None,
@@ -672,6 +880,10 @@ def markdown(report: dict, material: float) -> str:
     lines.append(f"| keeps-up verdict right | {s['model']['keeps_up_right']} of "
                  f"{s['model']['keeps_up_runs']} | {s['line']['keeps_up_right']} of "
                  f"{s['line']['keeps_up_runs']} |")
+    if s.get("model_at_end", {}).get("runs"):
+        lines.append(f"| keeps-up at the load's end right (secondary; runs without a stop) | "
+                     f"{s['model_at_end']['right']} of {s['model_at_end']['runs']} | "
+                     f"{s['line_at_end']['right']} of {s['line_at_end']['runs']} |")
     for durability in ("durable", "relaxed"):
         part = s.get(durability)
         if not part or not part["model"]["keeps_up_runs"]:
@@ -686,7 +898,31 @@ def markdown(report: dict, material: float) -> str:
         lines.append(f"| {durability} runs only: keeps-up right | "
                      f"{part['model']['keeps_up_right']} of {part['model']['keeps_up_runs']} | "
                      f"{part['line']['keeps_up_right']} of {part['line']['keeps_up_runs']} |")
-    return "\n".join(lines) + "\n" + apply_rates(report)
+    return "\n".join(lines) + "\n" + apply_rates(report) + disk_table(report)
+
+
+def disk_table(report: dict) -> str:
+    """The capped disk's side (campaign G on): per run, the write IOs the replica's threads
+    submitted per transaction and per binlog group commit (the transactions a group made
+    durable together), and in the drain the IOs a second against the cap."""
+    rows = [r for r in report["rows"] if r["measured"].get("disk_ios")]
+    if not rows:
+        return ""
+    lines = ["", "| run | writes/txn | group commit size | writes/group commit | "
+                 "drain: writes/s | drain: writes/txn | drain: reads/s |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        m = r["measured"]
+        ios, groups, commits = m["disk_ios"], m.get("group_commits"), m.get("commits")
+        per_txn = ios["Write"] / commits if commits else None
+        size = commits / groups if groups else None
+        per_group = ios["Write"] / groups if groups else None
+        d = m.get("disk_in_drain") or {}
+        f = lambda v, p=2: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
+        lines.append(f"| {r['run']} | {f(per_txn)} | {f(size)} | {f(per_group)} | "
+                     f"{f(d.get('writes_per_s'), 0)} | {f(d.get('writes_per_txn'))} | "
+                     f"{f(d.get('reads_per_s'), 0)} |")
+    return "\n".join(lines) + "\n"
 
 
 def apply_rates(report: dict) -> str:
@@ -755,6 +991,10 @@ def main(argv=None) -> int:
     m.add_argument("--lean-perf-schema", action="store_true",
                    help="the replica's performance_schema instruments off but its threads' (no "
                         "per-worker counts for calibrate)")
+    m.add_argument("--replica-write-iops", type=int, default=None, metavar="N",
+                   help="cap the replica's writes to its disk at N IOs a second (a cloud "
+                        "volume: cgroup v1 blkio throttle, root only; reads uncapped; "
+                        "calibrate's disk probes run inside the cap too)")
     m.set_defaults(func=cmd_measure)
     r = sub.add_parser("report")
     r.add_argument("--out", required=True)
