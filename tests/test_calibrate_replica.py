@@ -192,6 +192,10 @@ def test_an_unbuffered_redo_log_keeps_a_grouped_write_when_relaxed():
     relaxed = p.with_durability("relaxed")
     txn = Txn(1, ("d.t/PRIMARY=1",))
     assert relaxed.commit_cost(txn) == 60.0 and relaxed.commit_grouped
+    # written again for the commit record after the binlog's group commit; no binlog, no
+    # second write
+    assert relaxed.group_sync == 60.0
+    assert relaxed.with_log_replica_updates(False).group_sync == 0.0
     assert p.commit_cost(txn) == BASE.commit_default          # a durable commit is longer
     assert BASE.with_durability("relaxed").commit_cost(txn) == 0.0
     assert not BASE.with_durability("relaxed").commit_grouped
@@ -245,7 +249,8 @@ def test_the_probed_commit_cpu_is_what_durability_changes():
     assert probed.sync - probed.sync_cpu == pytest.approx(plain.sync - plain.sync_cpu)
     # relaxed drops the syncs' CPU, keeps the write's, on the grouped commit step
     relaxed = probed.with_durability("relaxed")
-    assert relaxed.commit_cpu == 20.0 and relaxed.sync_cpu == 0.0 and relaxed.commit_grouped
+    assert relaxed.commit_cpu == 20.0 and relaxed.sync_cpu == 20.0 and relaxed.commit_grouped
+    assert relaxed.sync == 100.0                   # the commit record's write, after the binlog's
     assert relaxed.commit_cost(txn) == 100.0
     assert plain.with_durability("relaxed").commit_cpu == 0.0       # not probed: no CPU
     # a buffered redo log: no write to keep
