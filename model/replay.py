@@ -357,7 +357,10 @@ class Replayer:
         if headroom <= 1.0:
             return None, "the replica does not keep up with the source's pace: it never drains"
         estimate = backlog / (headroom - 1.0)
-        laps = max(2, math.ceil((restart + 2 * estimate) / period) + 1)
+        # never more laps than the horizon holds: a long stop on a short trace at a headroom
+        # near 1 asks for millions of laps, to be replayed whole (memory, hours)
+        most = max(2, DRAIN_MAX_TRANSACTIONS // n)
+        laps = min(max(2, math.ceil((restart + 2 * estimate) / period) + 1), most)
         tol = max(self.jitter(), 1e-3 * backlog)
         while True:
             base = self.replay(1.0, laps)
@@ -370,10 +373,10 @@ class Replayer:
             # drained only at the very end may only look so (the replay ends): go on
             if drained < total - 1:
                 return max(0.0, float(held.commit[drained]) - restart), None
-            if total * 2 > DRAIN_MAX_TRANSACTIONS:
-                return None, (f"not drained within {laps} laps of the trace "
-                              f"({total:,} transactions simulated)")
-            laps *= 2
+            if laps >= most:
+                return None, (f"not drained within {laps:,} laps of the trace "
+                              f"({total:,} transactions simulated, the most a drain replays)")
+            laps = min(2 * laps, most)
 
 
 def lag_over_time(lap: Lap, count: int, points: int = LAG_POINTS) -> list[tuple[float, float]]:

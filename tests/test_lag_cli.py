@@ -75,6 +75,27 @@ def _config(**over):
     return c
 
 
+def test_a_long_stop_on_a_short_trace_stays_within_the_horizon(monkeypatch):
+    """--backlog 1000 s on a 20 ms trace with headroom 2: the straight line's estimate asked
+    for 150,000 laps (60 M transactions), replayed whole before the horizon was looked at."""
+    from commitsched import replay
+    monkeypatch.setattr(replay, "DRAIN_MAX_TRANSACTIONS", 8000)
+    trace = trace_from_dicts(_independent(400, 50e-6))
+    rep = replay.Replayer(lambda: iter(trace.txns), source_times(trace.txns),
+                          "commit_id+mariadb_conservative", 4, get_profile("ideal"))
+    plain = replay.Replayer.replay
+
+    def bounded(self, pace=1.0, laps=1, hold=None):
+        assert laps * 400 <= 8000, f"{laps} laps replayed"
+        return plain(self, pace, laps, hold)
+    monkeypatch.setattr(replay.Replayer, "replay", bounded)
+    drain, why = rep.drain(1000e6, headroom=2.0)
+    assert drain is None and "not drained within 20 laps" in why
+    # a stop the horizon holds still drains
+    drain, why = rep.drain(10_000.0, headroom=2.0)
+    assert why is None and drain == pytest.approx(10_000.0, rel=0.03)
+
+
 class _FakeServer:
     """A connection whose SHOW SLAVE STATUS returns `status` (one row, or none)."""
 
