@@ -36,6 +36,14 @@ def _lag(args, capsys):
     return rc, out, err
 
 
+def test_a_failed_write_names_the_users_path(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    target = str(tmp_path / "afile" / "out.txt")
+    with pytest.raises(OSError) as e:
+        _emit("text", target)
+    assert e.value.filename == target
+
+
 @pytest.mark.parametrize("content,said", [
     ({"profiles": [{"name": "g", "cores": 2, "apply_cpu": 1.0, "cert_share": 0.1,
                     "fc_rtt": 1.0, "origin_cpu": 1.0}]}, "a cluster profile"),
@@ -58,6 +66,23 @@ def test_a_trace_given_as_profile_is_named(tmp_path):
         get_profile(path)
 
 
+def test_calibrate_checks_its_outputs_and_binlogs_before_the_replica(tmp_path, capsys):
+    """An unreachable replica would say 'cannot connect'; what is wrong on this side is said
+    first, before a live replica is sampled for a minute (its SQL thread perhaps stopped)."""
+    (tmp_path / "afile").write_text("x")
+    bad = str(tmp_path / "afile" / "p.json")
+    unreachable = "mysql://root@127.0.0.1:1"
+    for args, said in (
+            (["-o", bad, "--binlog", str(tmp_path / "afile")], f"-o {bad}: cannot write"),
+            (["--record", str(tmp_path)], "--record"),
+            (["-o", str(tmp_path / "p.json"), "--binlog", str(tmp_path / "nope.000001")],
+             "--binlog")):
+        assert main(["calibrate", "--replica", unreachable, *args, "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and "cannot connect" not in err
+    assert sorted(os.listdir(tmp_path)) == ["afile"]
+
+
 def _section(configs, **over):
     d = {"timestamps": "µs", "write_rate": 100.0, "busiest_minute_rate": 250.0,
          "busiest_minute_at": "2026-11-27 02:10:00 UTC", "longer_than_a_minute": True,
@@ -73,6 +98,40 @@ def _config(**over):
          "lag_growth_per_lap_s": 0.0, "lap_s": 86400.0}
     c.update(over)
     return c
+
+
+def test_report_checks_its_folder_before_the_runs(tmp_path, capsys, monkeypatch):
+    from commitsched.report import analysis
+
+    def no_runs(*a, **k):
+        raise AssertionError("ran before the output was checked")
+    monkeypatch.setattr(analysis, "build_report", no_runs)
+    path = _write(tmp_path, _independent(20, 0.001))
+    (tmp_path / "afile").write_text("x")
+    for out_path, said in ((str(tmp_path / "afile"), "is a file"),
+                           (str(tmp_path / "afile" / "r"), "cannot write there")):
+        assert main(["report", path, "-o", out_path, "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and out_path in err
+
+
+@pytest.mark.parametrize("args,said", [
+    (["--window", "0"], "--window must be longer than 0"),
+    (["--window", "10s", "--probe", "5s", "--probe-at", "20s"], "after the window ends"),
+])
+def test_calibrate_refuses_a_window_that_cannot_be_what_was_asked(tmp_path, capsys, args,
+                                                                   said):
+    """Before: --window 0 sampled once; a probe set after the window's end never ran, silently."""
+    assert main(["calibrate", "--replica", "mysql://root@127.0.0.1:1", "--record",
+                 str(tmp_path / "w.json"), *args, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err
+
+
+def test_worker_counts_no_server_takes_are_refused(capsys):
+    with pytest.raises(SystemExit):
+        main(["lag", "t.jsonl", "--workers", "4,100000"])
+    assert "at most 16383 workers" in capsys.readouterr().err
 
 
 def test_a_long_stop_on_a_short_trace_stays_within_the_horizon(monkeypatch):
@@ -94,6 +153,19 @@ def test_a_long_stop_on_a_short_trace_stays_within_the_horizon(monkeypatch):
     # a stop the horizon holds still drains
     drain, why = rep.drain(10_000.0, headroom=2.0)
     assert why is None and drain == pytest.approx(10_000.0, rel=0.03)
+
+
+@pytest.mark.parametrize("args,said", [
+    (["--base", "replica61", "-o", "p.json", "--binlog", "b.000001"], "unknown profile"),
+    (["-o", "p.json", "--binlog", "b.000001", "--source", "mysql://root@h"], "not both"),
+])
+def test_calibrate_says_a_wrong_option_before_sampling(tmp_path, capsys, monkeypatch, args,
+                                                      said):
+    (tmp_path / "b.000001").write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", "--replica", "mysql://root@127.0.0.1:1", *args, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err and "cannot connect" not in err
 
 
 class _FakeServer:
@@ -121,3 +193,18 @@ class _FakeServer:
             def fetchall(self):
                 return [tuple(server.status.values())] if server.status else []
         return Cursor()
+
+
+def test_calibrate_refuses_a_replica_whose_sql_thread_is_stopped():
+    """Before: the window sampled nothing applied, and --probe started again the SQL thread
+    its DBA had stopped."""
+    from commitsched.calibrate_replica import check_applying
+    from commitsched.replica_live import LiveError
+    check_applying(_FakeServer({"Slave_SQL_Running": "Yes"}), "mariadb")
+    check_applying(_FakeServer({"Replica_SQL_Running": "Yes"}), "mysql")
+    with pytest.raises(LiveError, match=r"SQL thread is not running \(SQL_Running: No; last "
+                                        r"error: Duplicate entry.*START SLAVE SQL_THREAD"):
+        check_applying(_FakeServer({"Slave_SQL_Running": "No",
+                                    "Last_SQL_Error": "Duplicate entry '1'"}), "mariadb")
+    with pytest.raises(LiveError, match="not a replica"):
+        check_applying(_FakeServer(None), "mariadb")
