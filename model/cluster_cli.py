@@ -120,7 +120,9 @@ def cmd_cluster_lag(args) -> int:
     txns = load_trace(path).txns
     _need_keys(txns, f"lag --system {args.system}")
     try:
-        times = source_times(txns).times
+        stamps = source_times(txns)
+        stamps.check_pace()
+        times = stamps.times
     except ReplayError as e:
         raise TraceError(path, None, str(e)) from None
     durable = (args.durability or "durable") == "durable"

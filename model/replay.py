@@ -63,6 +63,9 @@ class SourceTimes:
     first_seq: int
     whole_seconds: bool
     epoch: float | None        # the first commit as Unix time (s), when the stamps are that
+    # stamps lower than their predecessor's (held at it): how many, the largest step back (s)
+    held_back: int = 0
+    held_back_most: float = 0.0
 
     @property
     def count(self) -> int:
@@ -79,6 +82,29 @@ class SourceTimes:
         if n < 2 or self.span <= 0:
             return PER_SECOND if self.whole_seconds or n < 2 else max(self.span, 1.0)
         return self.span * n / (n - 1)
+
+    def check_pace(self) -> None:
+        """ReplayError unless the stamps say a pace: at least two transactions, not all
+        committed at the same instant (one-second stamps are spread over their second)."""
+        if self.count < 2:
+            raise ReplayError("the trace has one transaction: the source's pace (and so lag, "
+                              "keeps up, headroom, drain) needs the commit times of several; "
+                              "give a longer binlog")
+        if self.span <= 0:
+            said = (f"no source commit time is later than the first ({self.held_back_note()})"
+                    if self.held_back else
+                    f"all {self.count:,} transactions have the same source commit time")
+            raise ReplayError(f"{said}: the source's pace cannot be read from them; give a "
+                              f"binlog that spans some time")
+
+    def held_back_note(self) -> str | None:
+        """What the holding of stamps that went back changed, in words (None: nothing)."""
+        if not self.held_back:
+            return None
+        n = self.held_back
+        return (f"{n:,} transaction{'s carry' if n > 1 else ' carries'} a source commit "
+                f"time earlier than the one before (by up to {self.held_back_most:g} s), taken "
+                f"as that one's (binlog files given out of order? the source's clock set back?)")
 
     def write_rate(self) -> float:
         """Transactions per second over the trace."""
@@ -130,13 +156,16 @@ def source_times(txns: Iterable) -> SourceTimes:
         raise ReplayError("the trace has no transactions")
     whole = all(s == int(s) for s in stamps)
     # Timestamps in s (Unix time from a server, or from 0 in a generated trace).
+    held, most = 0, 0.0
     for i in range(1, len(stamps)):
         if stamps[i] < stamps[i - 1]:
+            held, most = held + 1, max(most, stamps[i - 1] - stamps[i])
             stamps[i] = stamps[i - 1]
     first = stamps[0]
     epoch = first if first > 1e8 else None
     if not whole:
-        return SourceTimes([(s - first) * PER_SECOND for s in stamps], first_seq, False, epoch)
+        return SourceTimes([(s - first) * PER_SECOND for s in stamps], first_seq, False, epoch,
+                           held, most)
     times: list[float] = []
     i = 0
     while i < len(stamps):
@@ -146,7 +175,7 @@ def source_times(txns: Iterable) -> SourceTimes:
         base, n = (stamps[i] - first) * PER_SECOND, j - i
         times.extend(base + k * PER_SECOND / n for k in range(n))
         i = j
-    return SourceTimes(times, first_seq, True, epoch)
+    return SourceTimes(times, first_seq, True, epoch, held, most)
 
 
 def lapped(txns: Callable[[], Iterator], count: int, laps: int) -> Iterator:

@@ -36,12 +36,122 @@ def _lag(args, capsys):
     return rc, out, err
 
 
+def test_json_is_strict_when_the_backlog_takes_no_time(tmp_path, capsys):
+    """Costless transactions under the `ideal` profile apply in no time: the apply rate has no
+    finite value, and `Infinity` is not JSON (jq reads it as 1.8e308, JSON.parse refuses it)."""
+    path = _write(tmp_path, _independent(5, 0.001, exec_us=0.0))
+    rc, out, _ = _lag([path, "--profile", "ideal", "--scheduler", "serial", "--json",
+                       "--backlog", "1s"], capsys)
+    assert rc == 0
+
+    def refuse(name):
+        raise AssertionError(f"non-standard JSON constant {name}")
+    (row,) = json.loads(out, parse_constant=refuse)
+    assert row["apply_rate"] is None and row["straight_line_headroom"] is None
+    assert row["straight_line_drain_s"] == 0.0
+
+
+@pytest.mark.parametrize("rows,said", [
+    ([{"seq": 1, "writes": [], "timestamp": EPOCH + 0.5}], "one transaction"),
+    ([{"seq": i, "writes": [], "timestamp": EPOCH + 0.5} for i in (1, 2, 3)],
+     "all 3 transactions have the same source commit time"),
+    ([{"seq": i, "writes": [], "timestamp": t}
+      for i, t in enumerate([EPOCH + 9.5, EPOCH + 4.25, EPOCH + 1.0], 1)],
+     "no source commit time is later than the first"),
+])
+def test_a_trace_without_a_pace_is_refused_in_one_line(tmp_path, capsys, rows, said):
+    """Before: one transaction was given a one-second pace it never had; equal µs stamps a
+    lap of 1 µs (millions of transactions a second, 'does not keep up')."""
+    rc, out, err = _lag([_write(tmp_path, rows), "--profile", "ideal"], capsys)
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and said in err
+
+
+def test_one_second_stamps_all_in_one_second_are_a_pace():
+    """MariaDB's whole seconds: three transactions in one second are spread over it."""
+    times = source_times(trace_from_dicts(
+        [{"seq": i, "writes": [], "timestamp": EPOCH} for i in (1, 2, 3)]).txns)
+    times.check_pace()
+    assert times.write_rate() == pytest.approx(3.0)
+
+
+def test_stamps_that_go_back_are_said(tmp_path, capsys):
+    path = _write(tmp_path, [{"seq": i, "writes": [f"d.t/PRIMARY={i}"], "exec": 100.0,
+                              "timestamp": t}
+                             for i, t in enumerate([EPOCH + 0.5, EPOCH + 2.0, EPOCH + 1.0,
+                                                    EPOCH + 3.0], 1)])
+    rc, out, _ = _lag([path, "--profile", "ideal", "--scheduler", "serial"], capsys)
+    assert rc == 0
+    assert "note: 1 transaction carries a source commit time earlier than the one before " \
+           "(by up to 1 s)" in out
+    rc, out, _ = _lag([path, "--profile", "ideal", "--scheduler", "serial", "--json"], capsys)
+    assert any("earlier than the one before" in n for n in json.loads(out)[0]["notes"])
+
+
+def test_a_replica_that_falls_behind_is_not_said_to_lag_at_most(tmp_path, capsys):
+    """Transactions of 100 µs arriving every 50 µs: one worker falls 50 µs further behind with
+    each, so each lap of 400 (20 ms) adds 20 ms of lag. 'It lags at most 20 ms' read as a
+    bound; the lag has none."""
+    path = _write(tmp_path, _independent(400, 50e-6))
+    rc, out, _ = _lag([path, "--profile", "ideal", "--scheduler",
+                       "commit_id+mariadb_conservative", "--workers", "1"], capsys)
+    assert rc == 0
+    said = out.split("\n\n")[2]
+    assert "does not keep up" in said and "at most" not in said
+    assert "its lag grows without bound: 20.0 ms behind at worst over the trace" in said
+    assert "then 20.0 ms more every 20.0 ms of this pace" in said
+    rc, out, _ = _lag([path, "--profile", "ideal", "--scheduler",
+                       "commit_id+mariadb_conservative", "--workers", "1", "--json"], capsys)
+    (row,) = json.loads(out)
+    assert row["lag_growth_per_lap_s"] == pytest.approx(0.020, rel=1e-3)
+    assert row["lap_s"] == pytest.approx(0.020)
+
+
+def test_output_is_checked_before_the_replays(tmp_path, capsys, monkeypatch):
+    """A folder, or a path under a file, given to -o: said at once, not after the replays
+    (minutes on a day of binlog), and the message names the user's path, not a temporary
+    file's."""
+    path = _write(tmp_path, _independent(50, 0.001))
+
+    def no_replays(*a, **k):
+        raise AssertionError("replayed before the output was checked")
+    monkeypatch.setattr(lag_module, "lag_sweep", no_replays)
+    (tmp_path / "afile").write_text("x")
+    for out_path, said in ((str(tmp_path), "is a folder"),
+                           (str(tmp_path / "afile" / "x.txt"), "cannot write there")):
+        rc, out, err = _lag([path, "--profile", "ideal", "-o", out_path], capsys)
+        assert rc == 2 and err.count("\n") == 1 and said in err and out_path in err
+    assert sorted(os.listdir(tmp_path)) == ["afile", "t.jsonl"]
+
+
 def test_a_failed_write_names_the_users_path(tmp_path):
     (tmp_path / "afile").write_text("x")
     target = str(tmp_path / "afile" / "out.txt")
     with pytest.raises(OSError) as e:
         _emit("text", target)
     assert e.value.filename == target
+
+
+def test_same_input_same_bytes(tmp_path, capsys):
+    """Twice, and with the replays spread over two processes: identical output."""
+    path = _write(tmp_path, _independent(300, 80e-6))
+    args = [path, "--profile", "ideal", "--scheduler", "commit_id+mariadb_conservative",
+            "--workers", "1,2,4", "--backlog", "5ms", "--json", "--quiet"]
+    outs = []
+    for jobs in ("1", "1", "2"):
+        assert main(["lag", *args, "--jobs", jobs]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] == outs[2]
+
+
+def test_help_says_what_the_figures_mean(capsys):
+    with pytest.raises(SystemExit):
+        main(["lag", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for term in ("keeps up: the lag stays bounded", "headroom: the largest factor",
+                 "line: the straight-line extrapolation", "drain: from the restart",
+                 "lag_growth_per_lap_s", "Durations: 90, 90s, 500ms"):
+        assert term in text, term
 
 
 @pytest.mark.parametrize("content,said", [
@@ -98,6 +208,51 @@ def _config(**over):
          "lag_growth_per_lap_s": 0.0, "lap_s": 86400.0}
     c.update(over)
     return c
+
+
+def test_the_keeping_up_answer_reads_like_the_issues_example():
+    """'With 8 optimistic workers this replica keeps up with 1.9x today's busiest minute; the
+    batch at 02:10 makes it lag 40 s.'"""
+    first = _section([_config()])[0]
+    assert first.startswith("With 8 workers, `commit_id+mariadb_optimistic` keeps up with "
+                            "1.90x today's pace, busiest minute included; its worst lag is "
+                            "40.0 s, at 2026-11-27 02:10:00 UTC")
+    assert "gives 2.40x" in first
+
+
+def test_the_keeping_up_answer_never_bounds_a_growing_lag():
+    first = _section([_config(keeps_up=False, headroom=0.6, max_lag_s=600.0,
+                              lag_growth_per_lap_s=3600.0)])[0]
+    assert "does not keep up: it applies 0.60x of today's pace" in first
+    assert "at most" not in first and "grows without bound" in first
+    assert "then 1.0 h more every 24.0 h of this pace" in first
+    # at the search's floor: a bound, not '0.00x'
+    first = _section([_config(keeps_up=False, headroom=0.001, headroom_is_bound=True)])[0]
+    assert "applies less than 0.001x of today's pace" in first
+
+
+def test_the_keeping_up_answer_says_what_it_cannot_see():
+    lines = _section([_config()], longer_than_a_minute=False,
+                     held_back="2 transactions carry a source commit time earlier than ...")
+    assert "busiest minute" not in " ".join(lines)
+    assert "2 Transactions" not in lines[-1] and lines[-1].startswith("2 transactions carry")
+
+
+def test_the_report_section_says_why_a_trace_without_a_pace_is_not_answered():
+    trace = trace_from_dicts([{"seq": 1, "writes": [], "timestamp": EPOCH + 0.5}])
+
+    class One:
+        txns = staticmethod(lambda: iter(trace.txns))
+    assert "one transaction" in keeping_up.plan(
+        None, One, None, [("serial", 1)], [1], tracker_options=None, applier_options=None,
+        bugs=frozenset(), sample=None)["skipped"]
+
+
+def test_replay_error_is_a_value_error_said_in_one_line():
+    """The refusal is the replay's own error: `lag` and the report turn it into one line."""
+    times = source_times(trace_from_dicts([{"seq": 1, "writes": [], "timestamp": 1.0}]).txns)
+    with pytest.raises(ReplayError):
+        times.check_pace()
 
 
 def test_report_checks_its_folder_before_the_runs(tmp_path, capsys, monkeypatch):
