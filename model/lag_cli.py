@@ -18,10 +18,14 @@ def _duration(text: str) -> float:
 def cmd_lag(args) -> int:
     from .cli import check_output
     check_output(args.output)             # before the replays, not after
+    from .inputs import opened
     if args.system != "async":
         from .cluster_cli import cmd_cluster_lag
-        return cmd_cluster_lag(args)
-    from .inputs import opened
+        # binlogs too, as for a replica: imported first
+        with opened("lag", args.trace, schema=args.schema, skip_bad=args.skip_bad,
+                    quiet=args.quiet, schema_from=args.schema_from) as inp:
+            args.trace, args.trace_label = [inp.trace], inp.label
+            return cmd_cluster_lag(args)
     from .scoring import default_jobs
     from .cli import _bugs, _profile
     args.jobs = default_jobs(args.jobs)
