@@ -63,9 +63,13 @@ class SourceTimes:
     first_seq: int
     whole_seconds: bool
     epoch: float | None        # the first commit as Unix time (s), when the stamps are that
-    # stamps lower than their predecessor's (held at it): how many, the largest step back (s)
+    # stamps lower than their predecessor's (held at it): how many, the largest step back (s);
+    # binlog files that end before the file given before them ends (out of order), and by how
+    # much at most (s)
     held_back: int = 0
     held_back_most: float = 0.0
+    held_back_files: int = 0
+    held_back_files_most: float = 0.0
 
     @property
     def count(self) -> int:
@@ -99,12 +103,21 @@ class SourceTimes:
 
     def held_back_note(self) -> str | None:
         """What the holding of stamps that went back changed, in words (None: nothing)."""
-        if not self.held_back:
-            return None
+        said = []
+        if self.held_back_files:
+            k = self.held_back_files
+            said.append(f"the binlog files look out of order: {k} end{'s' if k == 1 else ''} "
+                        f"up to {self.held_back_files_most:g} s before the file given before "
+                        f"{'it ends' if k == 1 else 'them ends'} (give them in order)")
         n = self.held_back
-        return (f"{n:,} transaction{'s carry' if n > 1 else ' carries'} a source commit "
-                f"time earlier than the one before (by up to {self.held_back_most:g} s), taken "
-                f"as that one's (binlog files given out of order? the source's clock set back?)")
+        if n:
+            some = (f"{n:,} transaction{'s carry' if n > 1 else ' carries'} a source time "
+                    f"earlier than the one before (by up to {self.held_back_most:g} s")
+            said.append(some + ("; MariaDB, and MySQL before 8.0, stamp a transaction when its "
+                                "statement began, not when it committed"
+                                if self.whole_seconds else "; the source's clock set back?")
+                        + "), taken as arriving with the one before")
+        return "; ".join(said) or None
 
     def write_rate(self) -> float:
         """Transactions per second over the trace."""
@@ -138,6 +151,7 @@ class SourceTimes:
 def source_times(txns: Iterable) -> SourceTimes:
     """The trace's source commit times (`SourceTimes`); ReplayError if any is missing."""
     stamps: list[float] = []
+    files: list = []
     first_seq = None
     for txn in txns:
         if first_seq is None:
@@ -152,10 +166,22 @@ def source_times(txns: Iterable) -> SourceTimes:
                               f"time is seconds of Unix time (or from the trace's start), "
                               f"below {MAX_TIMESTAMP:.0e}")
         stamps.append(stamp)
+        files.append(txn.file)
     if not stamps:
         raise ReplayError("the trace has no transactions")
     whole = all(s == int(s) for s in stamps)
     # Timestamps in s (Unix time from a server, or from 0 in a generated trace).
+    # files out of order: one that ends before the one given before it ends (within a file,
+    # a stamp may go back: MariaDB's is when the transaction's statement began)
+    at_files, files_most, ends = 0, 0.0, []
+    for stamp, file in zip(stamps, files):
+        if ends and ends[-1][0] == file:
+            ends[-1][1] = max(ends[-1][1], stamp)
+        else:
+            ends.append([file, stamp])
+    for (_, a), (_, b) in zip(ends, ends[1:]):
+        if b < a:
+            at_files, files_most = at_files + 1, max(files_most, a - b)
     held, most = 0, 0.0
     for i in range(1, len(stamps)):
         if stamps[i] < stamps[i - 1]:
@@ -165,7 +191,7 @@ def source_times(txns: Iterable) -> SourceTimes:
     epoch = first if first > 1e8 else None
     if not whole:
         return SourceTimes([(s - first) * PER_SECOND for s in stamps], first_seq, False, epoch,
-                           held, most)
+                           held, most, at_files, files_most)
     times: list[float] = []
     i = 0
     while i < len(stamps):
@@ -175,7 +201,7 @@ def source_times(txns: Iterable) -> SourceTimes:
         base, n = (stamps[i] - first) * PER_SECOND, j - i
         times.extend(base + k * PER_SECOND / n for k in range(n))
         i = j
-    return SourceTimes(times, first_seq, True, epoch, held, most)
+    return SourceTimes(times, first_seq, True, epoch, held, most, at_files, files_most)
 
 
 def lapped(txns: Callable[[], Iterator], count: int, laps: int) -> Iterator:

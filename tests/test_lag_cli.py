@@ -82,10 +82,26 @@ def test_stamps_that_go_back_are_said(tmp_path, capsys):
                                                     EPOCH + 3.0], 1)])
     rc, out, _ = _lag([path, "--profile", "ideal", "--scheduler", "serial"], capsys)
     assert rc == 0
-    assert "note: 1 transaction carries a source commit time earlier than the one before " \
-           "(by up to 1 s)" in out
+    assert "note: 1 transaction carries a source time earlier than the one before (by up to " \
+           "1 s; the source's clock set back?), taken as arriving with the one before" in out
     rc, out, _ = _lag([path, "--profile", "ideal", "--scheduler", "serial", "--json"], capsys)
     assert any("earlier than the one before" in n for n in json.loads(out)[0]["notes"])
+
+
+def test_binlog_files_out_of_order_are_said():
+    """The second file given ends an hour before the first does: given out of order. Within a
+    file, MariaDB's whole-second stamps may go back (when a statement began): said as such."""
+    rows = ([{"seq": i, "writes": [], "file": 1, "timestamp": EPOCH + 3600 + i}
+             for i in range(1, 4)]
+            + [{"seq": i, "writes": [], "file": 2, "timestamp": EPOCH + i - 3}
+               for i in range(4, 7)]
+            + [{"seq": 7, "writes": [], "file": 2, "timestamp": EPOCH + 2}])
+    note = source_times(trace_from_dicts(rows).txns).held_back_note()
+    assert note.startswith("the binlog files look out of order: 1 ends up to 3600 s before "
+                           "the file given before it ends (give them in order); 4 transactions "
+                           "carry a source time earlier than the one before (by up to 3602 s; "
+                           "MariaDB, and MySQL before 8.0, stamp a transaction when its "
+                           "statement began")
 
 
 def test_a_replica_that_falls_behind_is_not_said_to_lag_at_most(tmp_path, capsys):
