@@ -101,6 +101,7 @@ def assemble(planned: dict | None, done: dict) -> dict | None:
 def answer(d: dict) -> list[str]:
     """The section's answer in words, one sentence per configuration, then the caveats."""
     lines = []
+    long = d.get("longer_than_a_minute", True)     # else its busiest minute is all of it
     for c in d["configs"]:
         who = f"With {c['workers']} worker{'s' if c['workers'] > 1 else ''}, `{c['scheduler']}`"
         if "error" in c:
@@ -109,24 +110,23 @@ def answer(d: dict) -> list[str]:
         head = headroom_words(c)
         if c["keeps_up"]:
             text = (f"{who} keeps up with {head} today's pace"
-                    + (", busiest minute included" if d.get("longer_than_a_minute") else "")
+                    + (", busiest minute included" if long else "")
                     + f"; its worst lag is {human_seconds(c['max_lag_s'])}, at {c['max_lag_at']}")
         else:
-            text = f"{who} does not keep up: it applies {head} of today's pace; " + \
-                behind_words(c)
-        line = factor_text(c["straight_line_headroom"])
-        text += (f" (the straight line, closed-backlog apply rate over write rate, gives "
-                 f"{line}{'x' if line != '-' else ''})")
+            text = (f"{who} does not keep up: it applies {head} of today's pace; "
+                    + behind_words(c))
+        line = ("none, the closed backlog taking no time" if c["straight_line_headroom"] is None
+                else factor_text(c["straight_line_headroom"]) + "x")
+        text += f" (the straight line, closed-backlog apply rate over write rate, gives {line})"
         lines.append(text + ".")
     busiest = (f", {d['busiest_minute_rate']:.1f} in the busiest minute (from "
-               f"{d['busiest_minute_at']})" if d.get("longer_than_a_minute", True) else "")
+               f"{d['busiest_minute_at']})" if long else "")
     lines.append(f"Today's pace: {d['write_rate']:.1f} transactions per second on average"
                  f"{busiest}.")
     if d["timestamps"] != "µs":
-        lines.append("The source's commit times are whole seconds (MariaDB, or MySQL "
-                     "before 8.0): each second's "
-                     "transactions are spread evenly over it, so bursts inside a second are not "
-                     "seen and lags under a second are approximate.")
+        lines.append("The source's commit times are whole seconds (MariaDB, or MySQL before "
+                     "8.0): each second's transactions are spread evenly over it, so bursts "
+                     "inside a second are not seen and lags under a second are approximate.")
     if d.get("held_back"):
         lines.append(d["held_back"][0].upper() + d["held_back"][1:] + ".")
     if d.get("headroom_sample"):
