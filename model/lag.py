@@ -229,10 +229,14 @@ def format_table(results: list[dict], *, label: str, times: SourceTimes, profile
     n = times.count
     busy = (f"busiest minute {_rate(busiest)} txn/s (from {times.clock(at)})"
             if times.period > 60 * PER_SECOND else "shorter than a minute")
-    lines = [f"trace {label}: {n:,} transaction{'s' if n != 1 else ''} over "
-             f"{human_seconds(times.period / PER_SECOND)}, {_rate(times.write_rate())} txn/s on "
-             f"average, {busy}; {profile_text}"]
-    lines += [f"  note: {note}" for note in notes]
+    lines = textwrap.wrap(f"trace {label}: {n:,} transaction{'s' if n != 1 else ''} over "
+                          f"{human_seconds(times.period / PER_SECOND)}, "
+                          f"{_rate(times.write_rate())} txn/s on average, {busy}; "
+                          f"{profile_text}", 100, subsequent_indent="  ",
+                          break_on_hyphens=False)
+    for note in notes:
+        lines += textwrap.wrap(note, 100, initial_indent="  note: ", subsequent_indent="        ",
+                               break_on_hyphens=False)
     lines.append("")
     drain = any("drain_s" in r for r in results)
     header = (f"{'scheduler':<40} {'W':>3} {'keeps up':>8} {'headroom':>9} {'line':>7} "
