@@ -391,3 +391,17 @@ def test_lag_on_a_cluster_takes_binlogs_as_lag_does(capsys):
     assert rc == 0, err
     (row,) = json.loads(out)
     assert row["system"] == "galera" and row["keeps_up"] in (True, False)
+
+
+def test_a_drain_ends_when_the_last_held_transaction_commits(tmp_path, capsys):
+    """A transaction a minute, 100 µs each: a 10 s stop at the start holds the first one back;
+    it commits 100 µs after the restart, and nothing else waited. Before: 'drains in 50 s'
+    (the next transaction's commit, a minute after the first's), and a stop in which nothing
+    arrived (30 s to 40 s) 'drained in 20 s'."""
+    path = _write(tmp_path, [{"seq": i, "writes": [f"d.t/PRIMARY={i}"], "exec": 100.0,
+                              "timestamp": EPOCH + 0.5 + 60 * (i - 1)} for i in range(1, 11)])
+    for at, drain in (("0s", 100e-6), ("30s", 0.0)):
+        rc, out, _ = _lag([path, "--profile", "ideal", "--scheduler", "serial", "--backlog",
+                           "10s", "--backlog-at", at, "--json"], capsys)
+        assert rc == 0
+        assert json.loads(out)[0]["drain_s"] == pytest.approx(drain, abs=1e-9)
