@@ -16,7 +16,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
 .PHONY: setup python-deps rust java tlc-jar graphviz mariadb-client demo demo-score demo-tlc test test-slow \
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
-        help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit
+        help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit lag-check-groups
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -50,6 +50,7 @@ help:
 	@echo "                runs (~25 min under MEASURE); lag-check-e-report: its table in docs/lag.md (~3 min)"
 	@echo "make lag-check-f  campaign F: E repeated on a quiet machine (~25 min under MEASURE);"
 	@echo "                lag-check-f-report: its table in docs/lag.md"
+	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 	@echo "make galera-measure  measure a 3-node Galera cluster's sustained throughput, 12 configurations"
 	@echo "                (~50 min, in 3 pieces; MEASURE=CMD wraps each piece, e.g. a lock that keeps the machine quiet)"
@@ -282,6 +283,13 @@ lag-check-f: python-deps
 lag-check-f-report: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_F) --doc docs/lag.md \
 		--doc-marker lag-check-f
+
+# The replica's group commit in a lag-check campaign, measured (its status counters at each
+# run's end: binlog commits per group commit, InnoDB data fsyncs per commit) beside the model's
+# closed-backlog groups (docs/lag.md, "What F's counters say"); ~1 min.
+LAG_GROUPS ?= $(LAG_CHECK_F)
+lag-check-groups: python-deps
+	$(PY) traces/record/lag_groups.py $(LAG_GROUPS)
 
 # Campaign D's runs refitted with the commit's CPU probed (the probe taken after D, on the same
 # disk: a refit on the data the change was made on, NOT a fair test), into lag_check_e/d_refit.
