@@ -22,7 +22,11 @@ def test_groups_are_runs_of_equal_instants():
 def test_measured_groups_from_the_counters():
     meta = {"counters": {"replica": {"binlog_commits": 300, "binlog_group_commits": 200,
                                      "innodb_data_fsyncs": 210}}}
-    assert lag_groups.measured_groups(meta) == {"binlog": 1.5, "fsyncs_per_txn": 0.7}
+    assert lag_groups.measured_groups(meta) == {"binlog": 1.5, "fsyncs_per_txn": 0.7,
+                                                "drain": None}
+    meta["counters_in_drain"] = {"binlog_commits": 100, "binlog_group_commits": 50,
+                                 "innodb_data_fsyncs": 60}
+    assert lag_groups.measured_groups(meta)["drain"] == {"binlog": 2.0, "fsyncs_per_txn": 0.6}
     assert lag_groups.measured_groups({"counters": {}}) is None
 
 

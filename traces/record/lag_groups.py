@@ -13,9 +13,10 @@ to commit at the same instant.
 
     python traces/record/lag_groups.py traces/calibration/lag_check_f [--limit 12000]
 
-Counters cover the whole run (at 800/s the replica keeps up outside the drain, in groups of
-about one), so a stop-and-drain run's mean understates the drain's groups; a run at the
-source's top speed (`_0x30`) is the whole run at its pace.
+Counters at the run's end cover the whole run (at 800/s the replica keeps up outside the drain,
+in groups of about one), so a stop-and-drain run's mean understates the drain's groups; from
+campaign H on, a run also reads them at its drain's start and end (`counters_in_drain`); a run
+at the source's top speed (`_0x30`) is the whole run at its pace.
 """
 from __future__ import annotations
 
@@ -50,13 +51,21 @@ def model_groups(profile, txns, mode: str, workers: int) -> dict:
     return {"binlog": group_sizes(commits), "redo": group_sizes(ready)}
 
 
-def measured_groups(meta: dict) -> dict | None:
-    c = meta.get("counters", {}).get("replica")
+def _groups(c: dict | None) -> dict | None:
     if not c or not c.get("binlog_group_commits"):
         return None
     n = c["binlog_commits"]
     return {"binlog": n / c["binlog_group_commits"],
             "fsyncs_per_txn": c.get("innodb_data_fsyncs", 0) / n if n else None}
+
+
+def measured_groups(meta: dict) -> dict | None:
+    """The replica's groups over the whole run, and over the drain alone where the run read its
+    counters at the drain's start and end (`counters_in_drain`, campaign H on)."""
+    whole = _groups(meta.get("counters", {}).get("replica"))
+    if whole is None:
+        return None
+    return {**whole, "drain": _groups(meta.get("counters_in_drain"))}
 
 
 def report(out: str, limit: int) -> str:
@@ -82,9 +91,9 @@ def report(out: str, limit: int) -> str:
                                    "trace.jsonl.gz")).txns[:limit]
     model = {(dur, mode, w): model_groups(profile.with_durability(dur), txns, mode, w)
              for dur in ("durable", "relaxed") for mode, w in CONFIGS}
-    lines = ["| run | binlog group, measured (whole run) | redo + data fsyncs per txn, "
-             "measured | switches/txn in the drain | model's binlog group (closed backlog) | "
-             "model's redo flush group |", "|---|---|---|---|---|---|"]
+    lines = ["| run | binlog group, measured: whole run / drain | redo + data fsyncs per txn, "
+             "measured: whole run / drain | switches/txn in the drain | model's binlog group "
+             "(closed backlog) | model's redo flush group |", "|---|---|---|---|---|---|"]
     for d, meta in metas.items():
         run = meta["run"]
         g = measured_groups(meta)
@@ -94,9 +103,15 @@ def report(out: str, limit: int) -> str:
         mg = model.get(key)
         sw = (results.get(d, {}).get("measured", {}).get("threads_in_drain") or {}).get(
             "applier_switches_per_txn")
-        fs = g["fsyncs_per_txn"]
-        lines.append(f"| {d} | {g['binlog']:.2f} | "
-                     + (f"{fs:.2f}" if run["durability"] == "durable" and fs is not None else "-")
+        dr = g["drain"] or {}
+        durable = run["durability"] == "durable"
+
+        def pair(whole, drain, show=True):
+            if not show or whole is None:
+                return "-"
+            return f"{whole:.2f} / " + ("-" if drain is None else f"{drain:.2f}")
+        lines.append(f"| {d} | {pair(g['binlog'], dr.get('binlog'))} | "
+                     + pair(g["fsyncs_per_txn"], dr.get("fsyncs_per_txn"), durable)
                      + f" | {'-' if sw is None else f'{sw:.1f}'} | "
                      + ("1 (serial)" if mg is None else f"{mg['binlog']:.2f} | {mg['redo']:.2f}")
                      + (" | 1 (serial) |" if mg is None else " |"))
