@@ -24,9 +24,15 @@ def test_measured_groups_from_the_counters():
                                      "innodb_data_fsyncs": 210}}}
     assert lag_groups.measured_groups(meta) == {"binlog": 1.5, "fsyncs_per_txn": 0.7,
                                                 "drain": None}
-    meta["counters_in_drain"] = {"binlog_commits": 100, "binlog_group_commits": 50,
-                                 "innodb_data_fsyncs": 60}
-    assert lag_groups.measured_groups(meta)["drain"] == {"binlog": 2.0, "fsyncs_per_txn": 0.6}
+    # the window: 200 commits in 110 groups, 40 of them steady seconds after the drain; outside
+    # it 100 commits in 90 groups (1.11 a group), so the steady 40 took 36 groups and the
+    # drain's 160 the other 74
+    meta["counters_in_drain"] = {"binlog_commits": 200, "binlog_group_commits": 110,
+                                 "innodb_data_fsyncs": 110}
+    drain = lag_groups.measured_groups(meta, drained=160)["drain"]
+    assert drain["binlog"] == pytest.approx(160 / 74)
+    assert drain["fsyncs_per_txn"] == pytest.approx((110 - 40 * 1.0) / 160)
+    assert lag_groups.measured_groups(meta)["drain"] is None     # no samples: not estimated
     assert lag_groups.measured_groups({"counters": {}}) is None
 
 

@@ -15,8 +15,9 @@ to commit at the same instant.
 
 Counters at the run's end cover the whole run (at 800/s the replica keeps up outside the drain,
 in groups of about one), so a stop-and-drain run's mean understates the drain's groups; from
-campaign H on, a run also reads them at its drain's start and end (`counters_in_drain`); a run
-at the source's top speed (`_0x30`) is the whole run at its pace.
+campaign H on, a run also reads them when the SQL thread restarts and when the load ends
+(`counters_in_drain`), and the drain's own groups are estimated from that window (see
+`measured_groups`); a run at the source's top speed (`_0x30`) is the whole run at its pace.
 """
 from __future__ import annotations
 
@@ -59,13 +60,52 @@ def _groups(c: dict | None) -> dict | None:
             "fsyncs_per_txn": c.get("innodb_data_fsyncs", 0) / n if n else None}
 
 
-def measured_groups(meta: dict) -> dict | None:
-    """The replica's groups over the whole run, and over the drain alone where the run read its
-    counters at the drain's start and end (`counters_in_drain`, campaign H on)."""
-    whole = _groups(meta.get("counters", {}).get("replica"))
+def measured_groups(meta: dict, drained: int | None = None) -> dict | None:
+    """The replica's groups over the whole run and, where the run read its counters at the SQL
+    thread's restart and at the load's end (`counters_in_drain`, campaign H on), over the drain.
+    That window holds the drain (`drained` transactions, from the samples) and the load's
+    remaining steady seconds; those are taken to commit in groups of the size the rest of the
+    run had (the counters outside the window: the seconds before the stop and after the load),
+    and the drain's groups are what is left."""
+    c = meta.get("counters", {}).get("replica")
+    whole = _groups(c)
     if whole is None:
         return None
-    return {**whole, "drain": _groups(meta.get("counters_in_drain"))}
+    w = meta.get("counters_in_drain")
+    drain = None
+    if w and drained and w.get("binlog_group_commits"):
+        outside_n = c["binlog_commits"] - w["binlog_commits"]
+        outside_g = c["binlog_group_commits"] - w["binlog_group_commits"]
+        steady = w["binlog_commits"] - drained
+        if outside_n > 0 and outside_g > 0 and 0 <= steady < w["binlog_commits"]:
+            groups = w["binlog_group_commits"] - steady * outside_g / outside_n
+            fs_out = (c.get("innodb_data_fsyncs", 0) - w.get("innodb_data_fsyncs", 0)) / outside_n
+            fsyncs = w.get("innodb_data_fsyncs", 0) - steady * fs_out
+            if groups > 0:
+                drain = {"binlog": drained / groups, "fsyncs_per_txn": fsyncs / drained}
+    return {**whole, "drain": drain}
+
+
+def drained_txns(run_dir: str, meta: dict) -> int | None:
+    """Transactions the replica applied from its restart to catching up (the samples)."""
+    import csv
+
+    import numpy as np
+    from commitsched.lag_measure import caught_up_at
+    start = meta.get("events", {}).get("start")
+    path = os.path.join(run_dir, "samples.csv")
+    if start is None or not os.path.exists(path):
+        return None
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))[1:]
+    t = np.asarray([float(r[0]) for r in rows])
+    p = np.asarray([int(r[1]) for r in rows])
+    r = np.asarray([int(r[2]) for r in rows])
+    caught = caught_up_at(t, p, r, start)
+    if caught is None:
+        return None
+    i, j = int(np.searchsorted(t, start)), int(np.searchsorted(t, caught))
+    return int(r[min(j, len(r) - 1)] - r[min(i, len(r) - 1)])
 
 
 def report(out: str, limit: int) -> str:
@@ -91,12 +131,13 @@ def report(out: str, limit: int) -> str:
                                    "trace.jsonl.gz")).txns[:limit]
     model = {(dur, mode, w): model_groups(profile.with_durability(dur), txns, mode, w)
              for dur in ("durable", "relaxed") for mode, w in CONFIGS}
-    lines = ["| run | binlog group, measured: whole run / drain | redo + data fsyncs per txn, "
-             "measured: whole run / drain | switches/txn in the drain | model's binlog group "
+    lines = ["| run | binlog group, measured: whole run / drain (est.) | redo + data fsyncs per "
+             "txn, measured: whole run / drain (est.) | switches/txn in the drain | model's binlog group "
              "(closed backlog) | model's redo flush group |", "|---|---|---|---|---|---|"]
     for d, meta in metas.items():
         run = meta["run"]
-        g = measured_groups(meta)
+        g = measured_groups(meta, drained_txns(os.path.join(runs_dir, d), meta)
+                            if meta.get("counters_in_drain") else None)
         if g is None:
             continue
         key = (run["durability"], run["mode"], run["threads"])
