@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -15,20 +16,42 @@ def _seconds(text: str) -> float:
 
 def cmd_calibrate(args) -> int:
     from .calibrate_replica import CalibrateError, Window, described, fit, record
-    from .cli import UsageError, _emit
+    from .cli import UsageError, _emit, check_output
     from .progress import Progress
     from .profiles import get_profile
+    from .replay import ReplayError
     from .replica_live import LiveError, parse_url
-    from .trace import write_text_atomic
     if (args.replica is None) == (args.samples is None):
         raise UsageError("calibrate: give --replica URL (sample a live replica) or --samples "
                          "FILE (a window recorded with --record), not both")
+    if args.samples is not None and args.record:
+        raise UsageError("calibrate: --record keeps a window sampled from --replica; with "
+                         "--samples the window is already a file")
     if args.output and not (args.binlog or args.source):
         raise UsageError("calibrate: fitting a profile needs the binlog of the window: "
                          "--binlog FILES (or --source URL to read it from the source)")
+    if args.binlog and args.source:
+        raise UsageError("calibrate: give the window's binlog as --binlog FILES or --source URL, "
+                         "not both")
     if not args.output and not args.record:
         raise UsageError("calibrate: say what to write: -o PROFILE.json, --record WINDOW.json, "
                          "or both")
+    if args.replica is not None and not args.window > 0:
+        raise UsageError(f"calibrate: --window must be longer than 0, got {args.window:g} s")
+    if args.replica is not None and args.probe and args.probe_at >= args.window:
+        raise UsageError(f"calibrate: the probe would start after the window ends (--probe-at "
+                         f"{args.probe_at:g} s, --window {args.window:g} s): make the window "
+                         f"longer or the probe earlier")
+    # what can be checked before the replica is sampled (a minute or more, its SQL thread
+    # perhaps stopped) is checked first: the outputs can be written, the binlog files exist
+    check_output(args.output)
+    check_output(args.record, "--record")
+    if args.base:
+        get_profile(args.base)              # a typo said now, not after the window
+    for path in args.binlog or ():
+        if not os.path.isfile(path):
+            raise UsageError(f"calibrate: --binlog {path}: "
+                             + ("is a folder" if os.path.isdir(path) else "no such file"))
     progress = Progress(args.quiet, started=time.monotonic())
     try:
         if args.replica is not None:
@@ -36,7 +59,7 @@ def cmd_calibrate(args) -> int:
                             probe=args.probe, probe_at=args.probe_at, fsync=args.fsync_ms,
                             cores=args.cores, progress=progress)
             if args.record:
-                write_text_atomic(args.record, json.dumps(window.to_json()) + "\n")
+                _emit(json.dumps(window.to_json()) + "\n", args.record)
         else:
             window = Window.from_file(args.samples)
         if not args.output:
@@ -50,13 +73,12 @@ def cmd_calibrate(args) -> int:
         txns = _window_txns(args, window)
         result = fit(window, txns, base, cores=args.cores, fsync=args.fsync_ms,
                      progress=progress)
-    except (LiveError, CalibrateError) as e:
+    except (LiveError, CalibrateError, ReplayError) as e:
         raise UsageError(f"calibrate: {e}") from None
     progress.done()
     name = args.name or args.output.rsplit("/", 1)[-1].removesuffix(".json")
     profile = described(result, window, base, name)
-    write_text_atomic(args.output, json.dumps({"profiles": [profile.to_json()]}, indent=1)
-                      + "\n")
+    _emit(json.dumps({"profiles": [profile.to_json()]}, indent=1) + "\n", args.output)
     _emit(summary(result, window, profile, args.output), None)
     return 0
 

@@ -274,6 +274,26 @@ def received(conn, flavor: str) -> str:
     return status.get("Gtid_IO_Pos" if flavor == "mariadb" else "Retrieved_Gtid_Set") or ""
 
 
+def check_applying(conn, flavor: str) -> None:
+    """LiveError if the replica's SQL thread is not running: a window of it says nothing of its
+    speed, and a probe would start what its DBA stopped."""
+    from .replica_live import query_named
+    statement = "SHOW SLAVE STATUS" if flavor == "mariadb" else "SHOW REPLICA STATUS"
+    names, rows = query_named(conn, statement)
+    if not rows:
+        raise LiveError(f"the server is not a replica ({statement} is empty)")
+    status = dict(zip(names, rows[0]))
+    running = status.get("Slave_SQL_Running", status.get("Replica_SQL_Running"))
+    if running is None or str(running).lower() == "yes":
+        return
+    error = status.get("Last_SQL_Error") or ""
+    raise LiveError(f"the replica's SQL thread is not running (SQL_Running: {running}"
+                    + (f"; last error: {error[:120]}" if error else "")
+                    + "): nothing is applied to sample; start it (START "
+                    + ("SLAVE" if flavor == "mariadb" else "REPLICA")
+                    + " SQL_THREAD) and calibrate again")
+
+
 def record(address, *, window: float, interval: float, probe: float | None = None,
            probe_at: float = 5.0, fsync: float | None = None, cores: int | None = None,
            progress=lambda s: None, clock=time.time, sleep=time.sleep) -> Window:
@@ -286,6 +306,7 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
         settings = read_settings(conn)
         flavor = settings.flavor
         received(conn, flavor)                 # a replica at all?
+        check_applying(conn, flavor)           # and applying?
         s = settings.to_json()
         # the disk probed before the window, while the replica has not been disturbed yet:
         # a prior and a diagnostic (the fit takes the flush latency from the pace)

@@ -40,6 +40,11 @@ class UsageError(Exception):
 
 # ------------------------------------------------------------------ helpers
 
+# The most worker threads a server takes (MariaDB's slave_parallel_threads; MySQL's
+# replica_parallel_workers stops at 1024): more is a typo, and would only exhaust memory.
+MAX_WORKERS = 16383
+
+
 def _workers(text: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
@@ -47,6 +52,10 @@ def _workers(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected worker counts like 1,2,4,8, got {text!r}")
     if not values or any(v < 1 for v in values):
         raise argparse.ArgumentTypeError(f"worker counts must be positive integers, got {text!r}")
+    if max(values) > MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_WORKERS} workers (MariaDB's slave_parallel_threads maximum; MySQL's "
+            f"replica_parallel_workers stops at 1024), got {max(values)}")
     return values
 
 
@@ -205,7 +214,33 @@ def _emit(text: str, path: str | None) -> None:
         sys.stdout.write(text)
         return
     from .trace import write_text_atomic
-    write_text_atomic(path, text)
+    try:
+        write_text_atomic(path, text)
+    except OSError as e:            # named by the user's path, not the temporary file's
+        raise OSError(e.errno, e.strerror, path) from None
+
+
+def check_output(path: str | None, option: str = "-o") -> None:
+    """UsageError now, before minutes of work, if `path` cannot be written: a folder, or a
+    place where no file can be made (the nearest folder that exists is tried with a file
+    made and removed at once; the missing ones below it are made when the output is)."""
+    if path is None:
+        return
+    import tempfile
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a folder; give a file name")
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    try:
+        if not os.path.isdir(folder):
+            raise NotADirectoryError(20, "Not a directory")
+        fd, probe = tempfile.mkstemp(prefix=".tmp-check-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write there ({folder}: "
+                         f"{e.strerror or e})") from None
 
 
 # ------------------------------------------------------------------ commands

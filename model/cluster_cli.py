@@ -116,13 +116,16 @@ def cmd_cluster_lag(args) -> int:
     except ClusterError as e:
         raise UsageError(str(e)) from None
     path = args.trace[0]
-    progress(f"reading {path}")
+    label = getattr(args, "trace_label", path)      # the binlogs `lag` imported it from
+    progress(f"reading {label}")
     txns = load_trace(path).txns
     _need_keys(txns, f"lag --system {args.system}")
     try:
-        times = source_times(txns).times
+        stamps = source_times(txns)
+        stamps.check_pace()
+        times = stamps.times
     except ReplayError as e:
-        raise TraceError(path, None, str(e)) from None
+        raise TraceError(label, None, str(e)) from None
     durable = (args.durability or "durable") == "durable"
     rows = []
     for w in args.workers:
@@ -136,7 +139,7 @@ def cmd_cluster_lag(args) -> int:
     if args.json:
         _emit(json.dumps(rows, indent=1) + "\n", args.output)
         return 0
-    lines = [f"trace {path}: {len(txns)} transactions; {args.system} cluster of {args.members} "
+    lines = [f"trace {label}: {len(txns)} transactions; {args.system} cluster of {args.members} "
              f"members, cluster profile {prof.name} ({prof.machine})", "",
              f"{'workers':>7} {'keeps up':>8} {'headroom':>8} {'p99 lag':>9} {'max lag':>9} "
              f"{'fc paused':>9}"]

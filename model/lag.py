@@ -8,6 +8,7 @@ backlog the drain time, each beside the straight-line extrapolation DBAs use tod
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Callable, Sequence
 
 import numpy as np
@@ -56,7 +57,8 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
     headroom, bound = rep.headroom(keeps_up)
     first = two.lag[:n]
     worst = int(np.argmax(first))
-    apply_rate = n / closed * PER_SECOND if closed > 0 else float("inf")
+    # a closed backlog applied in no time (every cost zero): no finite rate, null in JSON
+    apply_rate = n / closed * PER_SECOND if closed > 0 else None
     write_rate = times.write_rate()
     out = {
         "scheduler": scheduler, "workers": workers, "profile": profile.name,
@@ -69,9 +71,13 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
         "p50_lag_s": round(float(np.percentile(first, 50)) / PER_SECOND, 6),
         "p99_lag_s": round(float(np.percentile(first, 99)) / PER_SECOND, 6),
         "mean_lag_s": round(float(first.mean()) / PER_SECOND, 6),
-        "apply_rate": round(apply_rate, 3),
+        "lag_growth_per_lap_s": round(float(two.lag[2 * n - 1] - two.lag[n - 1]) / PER_SECOND,
+                                      6),
+        "lap_s": round(times.period / PER_SECOND, 6),
+        "apply_rate": None if apply_rate is None else round(apply_rate, 3),
         "write_rate": round(write_rate, 3),
-        "straight_line_headroom": round(apply_rate / write_rate, 3),
+        "straight_line_headroom": (None if apply_rate is None
+                                   else round(apply_rate / write_rate, 3)),
         "lag_over_time": [[round(t / PER_SECOND, 6), round(v / PER_SECOND, 6)]
                           for t, v in lag_over_time(two, n)],
     }
@@ -86,9 +92,12 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
     return out
 
 
-def straight_line_drain(backlog: float, apply_rate: float, write_rate: float) -> float | None:
+def straight_line_drain(backlog: float, apply_rate: float | None,
+                        write_rate: float) -> float | None:
     """The extrapolation DBAs use: the backlog's transactions over the net apply rate (None:
-    the replica applies no faster than the source writes)."""
+    the replica applies no faster than the source writes; 0: an apply rate without bound)."""
+    if apply_rate is None:
+        return 0.0
     if apply_rate <= write_rate:
         return None
     return round(backlog * write_rate / (apply_rate - write_rate), 6)
@@ -117,6 +126,9 @@ def lag_sweep(trace, times: SourceTimes, schedulers: Sequence[str], workers: Seq
             return "deadlock", str(e)
 
     results, unfit = [], set()
+    # said before the first replay ends: on a large trace that is minutes
+    if runs:
+        progress(f"0/{len(runs)} replays done ({runs[0][0]} W={runs[0][1]} first)")
     for i, ((name, w), (kind, value)) in enumerate(zip(runs, fork_map(work, runs, jobs,
                                                                       tick_of(progress)))):
         progress(f"{i + 1}/{len(runs)} replays done ({name} W={w})")
@@ -135,7 +147,7 @@ def lag_sweep(trace, times: SourceTimes, schedulers: Sequence[str], workers: Seq
     return results
 
 
-def _seconds(v: float | None) -> str:
+def human_seconds(v: float | None) -> str:
     if v is None:
         return "never"
     if v >= 3600:
@@ -147,33 +159,84 @@ def _seconds(v: float | None) -> str:
     return f"{v * 1000:.1f} ms"
 
 
+def _rate(v: float) -> str:
+    """Transactions a second, with three figures where one decimal would read 0.0."""
+    return f"{v:.1f}" if v >= 10 else f"{v:.3g}"
+
+
+def factor_text(v: float | None) -> str:
+    """A pace factor for a table column: two decimals, or three figures when large."""
+    if v is None:
+        return "-"
+    return f"{v:.2f}" if v < 1000 else f"{v:,.0f}" if v < 1e6 else f"{v:.2g}"
+
+
+def headroom_words(r: dict) -> str:
+    """The headroom as a sentence says it: a bound said as one."""
+    if r["headroom_is_bound"]:
+        return (f"more than {r['headroom']:g}x" if r["headroom"] > 1
+                else f"less than {r['headroom']:g}x")
+    return f"{r['headroom']:.2f}x"
+
+
+def behind_words(r: dict) -> str:
+    """How the lag goes, in words: its maximum when it stays bounded; when it grows, how much
+    further behind each pass of the trace leaves the replica."""
+    if r["keeps_up"]:
+        return f"it lags at most {human_seconds(r['max_lag_s'])} ({r['max_lag_at']})"
+    text = (f"its lag grows without bound: {human_seconds(r['max_lag_s'])} behind at worst "
+            f"over the trace ({r['max_lag_at']})")
+    growth = r.get("lag_growth_per_lap_s")
+    if growth is not None and growth > 0:
+        text += (f", then {human_seconds(growth)} more every {human_seconds(r['lap_s'])} of "
+                 f"this pace")
+    return text
+
+
 def verdict(r: dict) -> str:
     """One result in words: does it keep up, with what headroom, and its worst lag."""
     name = f"{r['scheduler']} with {r['workers']} worker{'s' if r['workers'] > 1 else ''}"
     if "error" in r:
         return f"{name}: {r['error']}"
-    head = (f"more than {r['headroom']:g}x" if r["headroom_is_bound"] and r["headroom"] > 1
-            else f"less than {r['headroom']:g}x" if r["headroom_is_bound"]
-            else f"{r['headroom']:.2f}x")
+    head = headroom_words(r)
     if r["keeps_up"]:
         text = f"{name} keeps up, with {head} today's pace"
     else:
         text = f"{name} does not keep up: it applies {head} of today's pace"
-    text += f"; it lags at most {_seconds(r['max_lag_s'])} ({r['max_lag_at']})"
+    text += "; " + behind_words(r)
     if "drain_s" in r:
-        text += (f"; after {_seconds(r['backlog_s'])} stopped it catches up in "
-                 f"{_seconds(r['drain_s'])}" if r["drain_s"] is not None
-                 else f"; after {_seconds(r['backlog_s'])} stopped it never catches up")
+        text += (f"; after {human_seconds(r['backlog_s'])} stopped it catches up in "
+                 f"{human_seconds(r['drain_s'])}" if r["drain_s"] is not None
+                 else f"; after {human_seconds(r['backlog_s'])} stopped it never catches up")
     return text + "."
+
+
+LEGEND = ("keeps up: the lag stays bounded at the source's pace (the trace replayed twice in a "
+          "row ends no more behind the second time). headroom: the largest factor the source's "
+          "pace can be multiplied by and still keep up (≥ or <: the search's limit, 1000x or "
+          "1/1000). line: the "
+          "straight-line extrapolation DBAs use, from the closed backlog's apply rate (the whole "
+          "trace applied at once): apply rate / write rate for the headroom, backlog / (apply "
+          "rate - write rate) for the drain. lag: replica commit minus source commit, the trace "
+          "replayed as it arrived.")
+DRAIN_LEGEND = (" drain: from the restart until the lag is back to what it would have been "
+                "without the stop.")
 
 
 def format_table(results: list[dict], *, label: str, times: SourceTimes, profile_text: str,
                  notes: list[str]) -> str:
     busiest, at = times.busiest()
-    lines = [f"trace {label}: {times.count} transactions over "
-             f"{_seconds(times.period / PER_SECOND)}, {times.write_rate():.1f} txn/s on average, "
-             f"busiest minute {busiest:.1f} txn/s (from {times.clock(at)}); {profile_text}"]
-    lines += [f"  note: {n}" for n in notes]
+    n = times.count
+    busy = (f"busiest minute {_rate(busiest)} txn/s (from {times.clock(at)})"
+            if times.period > 60 * PER_SECOND else "shorter than a minute")
+    lines = textwrap.wrap(f"trace {label}: {n:,} transaction{'s' if n != 1 else ''} over "
+                          f"{human_seconds(times.period / PER_SECOND)}, "
+                          f"{_rate(times.write_rate())} txn/s on average, {busy}; "
+                          f"{profile_text}", 100, subsequent_indent="  ",
+                          break_on_hyphens=False)
+    for note in notes:
+        lines += textwrap.wrap(note, 100, initial_indent="  note: ", subsequent_indent="        ",
+                               break_on_hyphens=False)
     lines.append("")
     drain = any("drain_s" in r for r in results)
     header = (f"{'scheduler':<40} {'W':>3} {'keeps up':>8} {'headroom':>9} {'line':>7} "
@@ -188,26 +251,20 @@ def format_table(results: list[dict], *, label: str, times: SourceTimes, profile
             lines.append(f"{name:<40} {r['workers']:>3}  {r['error']}")
             continue
         head = (f"<{r['headroom']:g}" if r["headroom_is_bound"] and r["headroom"] < 1
-                else ("≥" if r["headroom_is_bound"] else "") + f"{r['headroom']:.2f}")
+                else ("≥" if r["headroom_is_bound"] else "") + factor_text(r["headroom"]))
         row = (f"{name:<40} {r['workers']:>3} {'yes' if r['keeps_up'] else 'no':>8} {head:>9} "
-               f"{r['straight_line_headroom']:>7.2f} {_seconds(r['p50_lag_s']):>9} "
-               f"{_seconds(r['p99_lag_s']):>9} {_seconds(r['max_lag_s']):>9}")
+               f"{factor_text(r['straight_line_headroom']):>7} {human_seconds(r['p50_lag_s']):>9} "
+               f"{human_seconds(r['p99_lag_s']):>9} {human_seconds(r['max_lag_s']):>9}")
         if drain:
-            row += (f" {_seconds(r.get('drain_s')):>9} "
-                    f"{_seconds(r.get('straight_line_drain_s')):>9}")
+            row += (f" {human_seconds(r.get('drain_s')):>9} "
+                    f"{human_seconds(r.get('straight_line_drain_s')):>9}")
         lines.append(row)
     lines.append("")
     best = best_result(results)
     if best is not None:
         lines.append(verdict(best))
         lines.append("")
-    lines.append("keeps up: the lag stays bounded at the source's pace (the trace replayed twice "
-                 "in a row ends no more behind the second time); headroom: the largest factor "
-                 "the source's pace can be multiplied by and still keep up; line: the "
-                 "straight-line extrapolation (closed-backlog apply rate / write rate, and "
-                 "backlog / (apply rate - write rate) for the drain); lag: replica commit minus "
-                 "source commit, on the trace as it arrived; drain: from the restart until the "
-                 "lag is back to what it would have been without the stop.")
+    lines += textwrap.wrap(LEGEND + (DRAIN_LEGEND if drain else ""), 100)
     return "\n".join(lines) + "\n"
 
 

@@ -16,10 +16,16 @@ def _duration(text: str) -> float:
 
 
 def cmd_lag(args) -> int:
+    from .cli import check_output
+    check_output(args.output)             # before the replays, not after
+    from .inputs import opened
     if args.system != "async":
         from .cluster_cli import cmd_cluster_lag
-        return cmd_cluster_lag(args)
-    from .inputs import opened
+        # binlogs too, as for a replica: imported first
+        with opened("lag", args.trace, schema=args.schema, skip_bad=args.skip_bad,
+                    quiet=args.quiet, schema_from=args.schema_from) as inp:
+            args.trace, args.trace_label = [inp.trace], inp.label
+            return cmd_cluster_lag(args)
     from .scoring import default_jobs
     from .cli import _bugs, _profile
     args.jobs = default_jobs(args.jobs)
@@ -40,20 +46,31 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
     from .trace import TraceError
     from .schedulers import DEFAULT_SCHEDULERS
     from .scoring import profile_line
+    from .metrics import PER_SECOND
     progress = Progress(args.quiet, started=started)
     progress(f"reading {inp.label}")
     trace = TraceSource(inp.trace)
     try:
         times = source_times(trace.txns())
+        times.check_pace()
     except ReplayError as e:
         raise TraceError(inp.label, None, str(e)) from None
     _mysql_defaults(args, trace.source)
     schedulers = _mysql_schedulers(args) or list(DEFAULT_SCHEDULERS)
     notes = []
     if times.whole_seconds:
-        notes.append("the source's commit times are whole seconds (MariaDB's event timestamps): "
+        notes.append("the source's commit times are whole seconds (the event "
+                     "timestamps of MariaDB, or of MySQL before 8.0): "
                      "each second's transactions are spread evenly over it, so a burst inside "
                      "one second is not seen and lags under a second are approximate")
+    held = times.held_back_note()
+    if held:
+        notes.append(held)
+    if args.backlog is not None and args.backlog_at + args.backlog > times.period / PER_SECOND:
+        notes.append(f"the stop (--backlog-at {args.backlog_at:g} s + --backlog "
+                     f"{args.backlog:g} s) goes past the trace's end "
+                     f"({times.period / PER_SECOND:g} s): the trace's pace is taken to repeat "
+                     f"through it")
     if args.delay:
         notes.append(f"each transaction reaches the replica {args.delay:g} s after its source "
                      f"commit (--delay); lags include it")
@@ -66,6 +83,7 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
     progress.done()
     for r in results:
         r["timestamps"] = "spread over each second" if times.whole_seconds else "µs"
+        r["notes"] = notes
         if unmeasured:
             r["unmeasured"] = unmeasured
     if args.json:
@@ -79,6 +97,7 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
 def add_subcommands(sub, add_model_options) -> None:
     from .cli import SCHEDULER_HELP, _add_input_arguments, _add_mysql_option, _positive_int, \
         _workers, add_engine_option
+    from .lag import DRAIN_LEGEND, LEGEND
     from .profiles import DEFAULT_PROFILE
     p = sub.add_parser(
         "lag", help="replay a binlog as it arrived: does the replica keep up, headroom, lag, "
@@ -92,7 +111,10 @@ def add_subcommands(sub, add_model_options) -> None:
                     "it happens, and with --backlog how long it takes to catch up after its SQL "
                     "thread was stopped that long while writes went on; each beside the "
                     "straight-line extrapolation (backlog / (apply rate - write rate)). The "
-                    "trace is read as one period of a pace that repeats (docs/lag.md).")
+                    "trace is read as one period of a pace that repeats (docs/lag.md).",
+        epilog=LEGEND + DRAIN_LEGEND + " Durations: 90, 90s, 500ms, 3h, 2h30m, 1d. Example: "
+               "commitsched lag binlog.000042 binlog.000043 --scheduler "
+               "commit_id+mariadb_optimistic --workers 4,8,16 --backlog 3h --backlog-at 2h.")
     _add_input_arguments(p)
     p.add_argument("--scheduler", action="append", metavar="S",
                    help=SCHEDULER_HELP + " (repeatable; default: every scheduler the trace "
@@ -119,9 +141,13 @@ def add_subcommands(sub, add_model_options) -> None:
                    help="with --system galera|group_replication: the cluster profile (default "
                         "galera-2core-unthrottled, measured on this project's 2-core VM)")
     p.add_argument("--json", action="store_true",
-                   help="one JSON object per (scheduler, workers): scheduler, workers, "
-                        "keeps_up, headroom, max_lag_s, p99_lag_s, drain_s (with --backlog; "
-                        "null when it never drains), lag_over_time, straight-line figures")
+                   help="a JSON list, one object per (scheduler, workers): scheduler, "
+                        "workers, keeps_up, headroom (headroom_is_bound: the search's limit), "
+                        "max_lag_s, max_lag_at, p50/p99/mean_lag_s, lag_growth_per_lap_s, "
+                        "lap_s, apply_rate and write_rate (txn/s), straight_line_headroom, "
+                        "lag_over_time ([source s, lag s] pairs), notes; with --backlog also "
+                        "backlog_s, drain_s (null when it never drains), drain_note, "
+                        "straight_line_drain_s. Times in seconds")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--jobs", type=_positive_int, default=None, metavar="N",

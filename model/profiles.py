@@ -340,17 +340,46 @@ def load_profile_file(path: str) -> Profile:
     the format of profiles_fitted.json); ProfileError naming the file if it is not one."""
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            text = f.read()
+        data = json.loads(text)
     except OSError as e:
         raise ProfileError(f"{path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ProfileError(f"{path}: not a JSON profile file (not text)") from None
     except (ValueError, RecursionError) as e:
+        first = _first_json_line(text)
+        if isinstance(first, dict) and first.get("format") == "commitsched-trace":
+            raise ProfileError(f"{path}: a trace, not a profile (--profile takes a profile "
+                               f"name or a file written by `commitsched calibrate -o`)") from None
         raise ProfileError(f"{path}: not a JSON profile file ({str(e)[:80]})") from None
+    if isinstance(data, dict) and data.get("format") == "commitsched-replica-window":
+        raise ProfileError(f"{path}: a window recorded by `commitsched calibrate --record`, not "
+                           f"a profile: fit one from it with `commitsched calibrate --samples "
+                           f"{path} --binlog FILES -o PROFILE.json`")
     if isinstance(data, dict) and "profiles" in data:
         data = data["profiles"]
         if not isinstance(data, list) or len(data) != 1:
-            raise ProfileError(f"{path}: expected exactly one profile in \"profiles\"")
+            raise ProfileError(f"{path}: expected exactly one profile in \"profiles\", found "
+                               f"{len(data) if isinstance(data, list) else 'none'} (a bundled "
+                               f"profile is named instead: --profile replica16)")
         data = data[0]
+    if isinstance(data, dict) and CLUSTER_PROFILE_TERMS & set(data):
+        raise ProfileError(f"{path}: a cluster profile (Galera / Group Replication: `commitsched "
+                           f"cluster --profile`, `lag --system galera --cluster-profile`), not a "
+                           f"replica's machine profile")
     return _profile_from_json(data, path)
+
+
+# Terms only a cluster profile has (model/cluster_profiles.json): a file of one is refused as
+# what it is, not as a profile with unknown terms.
+CLUSTER_PROFILE_TERMS = frozenset({"apply_cpu", "cert_share", "fc_rtt", "origin_cpu"})
+
+
+def _first_json_line(text: str):
+    try:
+        return json.loads(text.split("\n", 1)[0])
+    except (ValueError, RecursionError):
+        return None
 
 
 def get_profile(name: str, *, cores: int | None = None, durability: str | None = None,

@@ -63,6 +63,13 @@ class SourceTimes:
     first_seq: int
     whole_seconds: bool
     epoch: float | None        # the first commit as Unix time (s), when the stamps are that
+    # stamps lower than their predecessor's (held at it): how many, the largest step back (s);
+    # binlog files that end before the file given before them ends (out of order), and by how
+    # much at most (s)
+    held_back: int = 0
+    held_back_most: float = 0.0
+    held_back_files: int = 0
+    held_back_files_most: float = 0.0
 
     @property
     def count(self) -> int:
@@ -79,6 +86,38 @@ class SourceTimes:
         if n < 2 or self.span <= 0:
             return PER_SECOND if self.whole_seconds or n < 2 else max(self.span, 1.0)
         return self.span * n / (n - 1)
+
+    def check_pace(self) -> None:
+        """ReplayError unless the stamps say a pace: at least two transactions, not all
+        committed at the same instant (one-second stamps are spread over their second)."""
+        if self.count < 2:
+            raise ReplayError("the trace has one transaction: the source's pace (and so lag, "
+                              "keeps up, headroom, drain) needs the commit times of several; "
+                              "give a longer binlog")
+        if self.span <= 0:
+            said = (f"no source commit time is later than the first ({self.held_back_note()})"
+                    if self.held_back else
+                    f"all {self.count:,} transactions have the same source commit time")
+            raise ReplayError(f"{said}: the source's pace cannot be read from them; give a "
+                              f"binlog that spans some time")
+
+    def held_back_note(self) -> str | None:
+        """What the holding of stamps that went back changed, in words (None: nothing)."""
+        said = []
+        if self.held_back_files:
+            k = self.held_back_files
+            said.append(f"the binlog files look out of order: {k} end{'s' if k == 1 else ''} "
+                        f"up to {self.held_back_files_most:g} s before the file given before "
+                        f"{'it ends' if k == 1 else 'them ends'} (give them in order)")
+        n = self.held_back
+        if n:
+            some = (f"{n:,} transaction{'s carry' if n > 1 else ' carries'} a source time "
+                    f"earlier than the one before (by up to {self.held_back_most:g} s")
+            said.append(some + ("; MariaDB, and MySQL before 8.0, stamp a transaction when its "
+                                "statement began, not when it committed"
+                                if self.whole_seconds else "; the source's clock set back?")
+                        + "), taken as arriving with the one before")
+        return "; ".join(said) or None
 
     def write_rate(self) -> float:
         """Transactions per second over the trace."""
@@ -112,6 +151,7 @@ class SourceTimes:
 def source_times(txns: Iterable) -> SourceTimes:
     """The trace's source commit times (`SourceTimes`); ReplayError if any is missing."""
     stamps: list[float] = []
+    files: list = []
     first_seq = None
     for txn in txns:
         if first_seq is None:
@@ -126,17 +166,32 @@ def source_times(txns: Iterable) -> SourceTimes:
                               f"time is seconds of Unix time (or from the trace's start), "
                               f"below {MAX_TIMESTAMP:.0e}")
         stamps.append(stamp)
+        files.append(txn.file)
     if not stamps:
         raise ReplayError("the trace has no transactions")
     whole = all(s == int(s) for s in stamps)
     # Timestamps in s (Unix time from a server, or from 0 in a generated trace).
+    # files out of order: one that ends before the one given before it ends (within a file,
+    # a stamp may go back: MariaDB's is when the transaction's statement began)
+    at_files, files_most, ends = 0, 0.0, []
+    for stamp, file in zip(stamps, files):
+        if ends and ends[-1][0] == file:
+            ends[-1][1] = max(ends[-1][1], stamp)
+        else:
+            ends.append([file, stamp])
+    for (_, a), (_, b) in zip(ends, ends[1:]):
+        if b < a:
+            at_files, files_most = at_files + 1, max(files_most, a - b)
+    held, most = 0, 0.0
     for i in range(1, len(stamps)):
         if stamps[i] < stamps[i - 1]:
+            held, most = held + 1, max(most, stamps[i - 1] - stamps[i])
             stamps[i] = stamps[i - 1]
     first = stamps[0]
     epoch = first if first > 1e8 else None
     if not whole:
-        return SourceTimes([(s - first) * PER_SECOND for s in stamps], first_seq, False, epoch)
+        return SourceTimes([(s - first) * PER_SECOND for s in stamps], first_seq, False, epoch,
+                           held, most, at_files, files_most)
     times: list[float] = []
     i = 0
     while i < len(stamps):
@@ -146,7 +201,7 @@ def source_times(txns: Iterable) -> SourceTimes:
         base, n = (stamps[i] - first) * PER_SECOND, j - i
         times.extend(base + k * PER_SECOND / n for k in range(n))
         i = j
-    return SourceTimes(times, first_seq, True, epoch)
+    return SourceTimes(times, first_seq, True, epoch, held, most, at_files, files_most)
 
 
 def lapped(txns: Callable[[], Iterator], count: int, laps: int) -> Iterator:
@@ -357,7 +412,10 @@ class Replayer:
         if headroom <= 1.0:
             return None, "the replica does not keep up with the source's pace: it never drains"
         estimate = backlog / (headroom - 1.0)
-        laps = max(2, math.ceil((restart + 2 * estimate) / period) + 1)
+        # never more laps than the horizon holds: a long stop on a short trace at a headroom
+        # near 1 asks for millions of laps, to be replayed whole (memory, hours)
+        most = max(2, DRAIN_MAX_TRANSACTIONS // n)
+        laps = min(max(2, math.ceil((restart + 2 * estimate) / period) + 1), most)
         tol = max(self.jitter(), 1e-3 * backlog)
         while True:
             base = self.replay(1.0, laps)
@@ -366,14 +424,18 @@ class Replayer:
             stop_at = int(np.searchsorted(base.dispatch, at, side="left"))
             held = self.replay(1.0, laps, hold=(stop_at, restart))
             behind = np.flatnonzero(held.commit[stop_at:] - base.commit[stop_at:] > tol)
-            drained = stop_at + (int(behind[-1]) + 1 if behind.size else 0)
+            if not behind.size:
+                return 0.0, None         # nothing was held back beyond the tolerance
+            last = stop_at + int(behind[-1])
             # drained only at the very end may only look so (the replay ends): go on
-            if drained < total - 1:
-                return max(0.0, float(held.commit[drained]) - restart), None
-            if total * 2 > DRAIN_MAX_TRANSACTIONS:
-                return None, (f"not drained within {laps} laps of the trace "
-                              f"({total:,} transactions simulated)")
-            laps *= 2
+            if last + 1 < total - 1:
+                # caught up when the last transaction the stop held back commits (not when the
+                # next one does: on a quiet source that is minutes later)
+                return max(0.0, float(held.commit[last]) - restart), None
+            if laps >= most:
+                return None, (f"not drained within {laps:,} laps of the trace "
+                              f"({total:,} transactions simulated, the most a drain replays)")
+            laps = min(2 * laps, most)
 
 
 def lag_over_time(lap: Lap, count: int, points: int = LAG_POINTS) -> list[tuple[float, float]]:

@@ -67,9 +67,15 @@ def write_report(report, out_dir: str, fmt: str) -> list[str]:
 
 
 def cmd_report(args) -> int:
-    from ..cli import UsageError, _bugs, _profile
+    from ..cli import UsageError, _bugs, _profile, check_output
     if not args.output and not args.json:
         raise UsageError("report: give -o DIR (a page) or --json (the numbers on stdout)")
+    if args.output:
+        # said now, not after the report's minutes of runs
+        if os.path.exists(args.output) and not os.path.isdir(args.output):
+            raise UsageError(f"report: -o {args.output}: is a file; give a folder for the "
+                             f"report's pages")
+        check_output(os.path.join(args.output, "report.json"))
     if args.window < 1:
         raise UsageError(f"report: --window must be at least 1, got {args.window}")
     args.whatif_sample = _whatif_sample(args.whatif_sample, UsageError)

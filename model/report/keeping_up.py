@@ -8,7 +8,7 @@ trace some fifteen times per worker count; above `sample` transactions it runs o
 `sample` (as the what-ifs do), and the section says so."""
 from __future__ import annotations
 
-from ..lag import lag_one
+from ..lag import behind_words, factor_text, headroom_words, human_seconds, lag_one
 from ..replay import Replayer, ReplayError, source_times
 from ..schedulers import SchedulerError, parse_scheduler
 from ..simcore import SimulationError
@@ -25,6 +25,7 @@ def plan(tasks: Tasks, trace, profile, picks: list[tuple[str, int]], workers, *,
     search starts from (`Replayer.closed_makespan`): taken, not run again."""
     try:
         times = source_times(trace.txns())
+        times.check_pace()
     except ReplayError as e:
         return {"skipped": str(e)}
     window = sample_window(trace, sample)
@@ -77,6 +78,7 @@ def assemble(planned: dict | None, done: dict) -> dict | None:
     times, picks = planned["times"], planned["picks"]
     busiest, busiest_at = times.busiest()
     out = {"timestamps": "spread over each second" if times.whole_seconds else "µs",
+           "held_back": times.held_back_note(), "longer_than_a_minute": times.period > 60e6,
            "write_rate": round(times.write_rate(), 3), "busiest_minute_rate": round(busiest, 3),
            "busiest_minute_at": times.clock(busiest_at), "configs": [], "headroom": {}}
     for name, w in picks:
@@ -96,41 +98,37 @@ def assemble(planned: dict | None, done: dict) -> dict | None:
     return out
 
 
-def _duration(s: float) -> str:
-    if s >= 3600:
-        return f"{s / 3600:.1f} h"
-    if s >= 60:
-        return f"{s / 60:.1f} min"
-    if s >= 1:
-        return f"{s:.1f} s"
-    return f"{s * 1000:.0f} ms"
-
-
 def answer(d: dict) -> list[str]:
     """The section's answer in words, one sentence per configuration, then the caveats."""
     lines = []
+    long = d.get("longer_than_a_minute", True)     # else its busiest minute is all of it
     for c in d["configs"]:
         who = f"With {c['workers']} worker{'s' if c['workers'] > 1 else ''}, `{c['scheduler']}`"
         if "error" in c:
             lines.append(f"{who}: {c['error']}.")
             continue
-        head = c["headroom"]
+        head = headroom_words(c)
         if c["keeps_up"]:
-            text = (f"{who} keeps up with {head:.2f}x today's pace"
-                    + (" or more" if c["headroom_is_bound"] else ""))
+            text = (f"{who} keeps up with {head} today's pace"
+                    + (", busiest minute included" if long else "")
+                    + f"; its worst lag is {human_seconds(c['max_lag_s'])}, at {c['max_lag_at']}")
         else:
-            text = f"{who} does not keep up: it applies {head:.2f}x of today's pace"
-        text += (f"; the replica lags at most {_duration(c['max_lag_s'])}, at "
-                 f"{c['max_lag_at']} (the straight line, closed-backlog apply rate over write "
-                 f"rate, gives {c['straight_line_headroom']:.2f}x)")
+            text = (f"{who} does not keep up: it applies {head} of today's pace; "
+                    + behind_words(c))
+        line = ("none, the closed backlog taking no time" if c["straight_line_headroom"] is None
+                else factor_text(c["straight_line_headroom"]) + "x")
+        text += f" (the straight line, closed-backlog apply rate over write rate, gives {line})"
         lines.append(text + ".")
-    lines.append(f"Today's pace: {d['write_rate']:.1f} transactions per second on average, "
-                 f"{d['busiest_minute_rate']:.1f} in the busiest minute (from "
-                 f"{d['busiest_minute_at']}).")
+    busiest = (f", {d['busiest_minute_rate']:.1f} in the busiest minute (from "
+               f"{d['busiest_minute_at']})" if long else "")
+    lines.append(f"Today's pace: {d['write_rate']:.1f} transactions per second on average"
+                 f"{busiest}.")
     if d["timestamps"] != "µs":
-        lines.append("The source's commit times are whole seconds (MariaDB): each second's "
-                     "transactions are spread evenly over it, so bursts inside a second are not "
-                     "seen and lags under a second are approximate.")
+        lines.append("The source's commit times are whole seconds (MariaDB, or MySQL before "
+                     "8.0): each second's transactions are spread evenly over it, so bursts "
+                     "inside a second are not seen and lags under a second are approximate.")
+    if d.get("held_back"):
+        lines.append(d["held_back"][0].upper() + d["held_back"][1:] + ".")
     if d.get("headroom_sample"):
         s = d["headroom_sample"]
         lines.append(f"Headroom by worker count was bisected on the middle {s['transactions']:,} "
