@@ -17,7 +17,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 .PHONY: setup python-deps rust java tlc-jar graphviz mariadb-client demo demo-score demo-tlc test test-slow \
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
-        lag-check-g lag-check-g-report
+        lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -51,6 +51,8 @@ help:
 	@echo "                runs (~25 min under MEASURE); lag-check-e-report: its table in docs/lag.md (~3 min)"
 	@echo "make lag-check-f  campaign F: E repeated on a quiet machine (~25 min under MEASURE);"
 	@echo "                lag-check-f-report: its table in docs/lag.md"
+	@echo "make lag-check-h  campaign H: F's drain group commits read, W=4 and serial repeated (~12 min)"
+	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
 	@echo "make lag-check-g  campaign G: the replica on an IOPS-capped disk (root: cgroup v1 blkio;"
 	@echo "                ~20 min under MEASURE); lag-check-g-report: its table in docs/lag.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
@@ -285,6 +287,30 @@ lag-check-f: python-deps
 lag-check-f-report: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_F) --doc docs/lag.md \
 		--doc-marker lag-check-f
+
+# Campaign H (issue 27, docs/lag.md): after F, the drain's own group commits (the replica's status
+# counters read at each drain's start and end) and the W=4 and serial configurations repeated,
+# with F's model unchanged; pre-registered in its folder before it was measured (~12 minutes
+# under MEASURE). lag-check-h-report: calibrate on the first run, predict the others (~2 min).
+LAG_CHECK_H = traces/calibration/lag_check_h
+LAG_CHECK_H_PORT ?= 3981
+lag-check-h: python-deps
+	$(MEASURE) $(PY) traces/record/lag_check.py measure --out $(LAG_CHECK_H) --replica-binlog \
+		--primary-durability relaxed --port $(LAG_CHECK_H_PORT) \
+		--runs "$(shell cat $(LAG_CHECK_H)/runs.txt)"
+	$(MAKE) lag-check-h-report
+
+lag-check-h-report: python-deps
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_H) --doc docs/lag.md \
+		--doc-marker lag-check-h
+	$(PY) traces/record/lag_groups.py $(LAG_CHECK_H) > $(LAG_CHECK_H)/groups.md
+
+# The replica's group commit in a lag-check campaign, measured (its status counters at each
+# run's end: binlog commits per group commit, InnoDB data fsyncs per commit) beside the model's
+# closed-backlog groups (docs/lag.md, "What F's counters say"); ~1 min.
+LAG_GROUPS ?= $(LAG_CHECK_F)
+lag-check-groups: python-deps
+	$(PY) traces/record/lag_groups.py $(LAG_GROUPS)
 
 # Campaign G (issue 27, docs/lag.md): the replica's disk capped at 1000 write IOs a second (a
 # cloud volume; cgroup v1 blkio throttling, so root), pre-registered in its folder before it

@@ -456,6 +456,7 @@ class Rig:
         sb = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.sysbench = sb
         cal = None
+        drain0 = None
         if run["calibrate"]:
             # the probe by the tool itself, as a user runs it: it samples the replica over the
             # run and stops its SQL thread at stop_at for stop_for seconds
@@ -478,6 +479,7 @@ class Rig:
             R.sql("START SLAVE SQL_THREAD")
             events["start"] = time.time()
             appliers.refresh()                  # the SQL thread is a new thread
+            drain0 = R.status()                 # the drain's own group commits (lag_groups.py)
         try:
             # a stuck primary (seen once: every client in its statement for minutes, nothing
             # in the error log) ends the campaign in one line instead of hanging it
@@ -500,6 +502,7 @@ class Rig:
         events["sysbench_end"] = time.time()
         caught = self.wait_caught_up(600)
         events["caught_up"] = time.time()
+        drain1 = R.status() if drain0 is not None else None
         time.sleep(1.0)
         done.set()
         th.join()
@@ -529,6 +532,8 @@ class Rig:
                 "transactions": getattr(stats, "transactions", None),
                 "counters": {side: {c: int(status1[side].get(c, 0)) - int(status0[side].get(c, 0))
                                     for c in counters} for side in ("primary", "replica")},
+                "counters_in_drain": None if drain1 is None else {
+                    c: int(drain1.get(c, 0)) - int(drain0.get(c, 0)) for c in counters},
                 "host": {"nproc": os.cpu_count(), "load": os.getloadavg()},
                 "pinned": {"primary_and_sysbench_cpu": PRIMARY_CPU, "replica_cpu": REPLICA_CPU},
                 "replica_cpu_percent_of_one_core": self.cpu_percent,
