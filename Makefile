@@ -46,15 +46,15 @@ help:
 	@echo "make lag-check-c  campaign C of the real check: no CPU quota, the replica writing its own"
 	@echo "                binlog, a relaxed primary (~25 min); lag-check-c-report: its table, refitted (report.md)"
 	@echo "make lag-check-d  campaign D: C's rig after calibrate's change, new data (~20 min"
-	@echo "                under MEASURE); lag-check-d-report: its table in docs/lag.md"
+	@echo "                under MEASURE); lag-check-d-report: its table in docs/lag-check.md"
 	@echo "make lag-check-e  campaign E (issue 27, pre-registered): top-speed, drain and single-client"
-	@echo "                runs (~25 min under MEASURE); lag-check-e-report: its table in docs/lag.md (~3 min)"
+	@echo "                runs (~25 min under MEASURE); lag-check-e-report: its table in docs/lag-check.md (~3 min)"
 	@echo "make lag-check-f  campaign F: E repeated on a quiet machine (~25 min under MEASURE);"
-	@echo "                lag-check-f-report: its table in docs/lag.md"
+	@echo "                lag-check-f-report: its table in docs/lag-check.md"
 	@echo "make lag-check-h  campaign H: F's drain group commits read, W=4 and serial repeated (~12 min)"
 	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
 	@echo "make lag-check-g  campaign G: the replica on an IOPS-capped disk (root: cgroup v1 blkio;"
-	@echo "                ~20 min under MEASURE); lag-check-g-report: its table in docs/lag.md"
+	@echo "                ~20 min under MEASURE); lag-check-g-report: its table in docs/lag-check.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 	@echo "make galera-measure  measure a 3-node Galera cluster's sustained throughput, 12 configurations"
 	@echo "                (~50 min, in 3 pieces; MEASURE=CMD wraps each piece, e.g. a lock that keeps the machine quiet)"
@@ -209,7 +209,7 @@ fidelity-fit: python-deps
 device16-report: python-deps
 	$(PY) traces/record/device16.py report
 
-# The real check of `commitsched lag` (docs/lag.md): a live MariaDB primary and replica on this
+# The real check of `commitsched lag` (docs/lag-check.md): a live MariaDB primary and replica on this
 # machine (primary + sysbench on CPU 0, the replica on CPU 1 at a fifth of its bandwidth),
 # sysbench at fixed rates below and above the replica's capacity, the replica's lag sampled;
 # `calibrate` on the first run, predictions for the others (~25 min on an idle 2-core host).
@@ -223,7 +223,7 @@ lag-check: python-deps
 lag-check-report: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK)
 
-# Campaign C of the real check (docs/lag.md, the one the doc presents): the replica on CPU 1 with
+# Campaign C of the real check (docs/lag-check.md, the one the doc presents): the replica on CPU 1 with
 # no CPU quota, writing its own binlog (log_slave_updates=ON), the primary relaxed so that it
 # writes faster; stop-and-drain runs at 600/s with a 30 s stop and runs at the source's top
 # speed (~25 min on an idle 2-core host). lag-check-c-report refits and redoes its table (~10 min)
@@ -240,7 +240,7 @@ lag-check-c-report: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_C) --log-file-buffered off \
 		--log-write-ms 0.1097
 
-# Campaign D of the real check (docs/lag.md): campaign C's rig, new data after calibrate's
+# Campaign D of the real check (docs/lag-check.md): campaign C's rig, new data after calibrate's
 # change (the applier threads' CPU time, the flush fitted to the pace): stop-and-drain runs at
 # 800/s with a 15 s stop, runs at the source's top speed; one piece of about 20 minutes under
 # MEASURE (this VM: /work/bin/measure). lag-check-d-report refits and redoes its table.
@@ -253,9 +253,9 @@ lag-check-d: python-deps
 	$(MAKE) lag-check-d-report
 
 lag-check-d-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_D) --doc docs/lag.md
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_D) --doc docs/lag-check.md
 
-# Campaign E (issue 27, docs/lag.md): D's rig after calibrate probes the commit's CPU per write
+# Campaign E (issue 27, docs/lag-check.md): D's rig after calibrate probes the commit's CPU per write
 # and sync; pre-registered (traces/calibration/lag_check_e/preregistered.json) before it was
 # measured. Runs at the source's top speed (30 s: the replicas slower than it lag for seconds),
 # stop-and-drain runs at 800/s (15 s stop) and at the top speed, single-client runs, the
@@ -270,10 +270,10 @@ lag-check-e: python-deps
 	$(MAKE) lag-check-e-report
 
 lag-check-e-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_E) --doc docs/lag.md \
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_E) --doc docs/lag-check.md \
 		--doc-marker lag-check-e
 
-# Campaign F (issue 27, docs/lag.md): campaign E's rig and runs repeated unchanged on a quiet
+# Campaign F (issue 27, docs/lag-check.md): campaign E's rig and runs repeated unchanged on a quiet
 # machine (no other job running), pre-registered in its folder before it was measured: a test of
 # whether E's durable misses were the machine's noise (~25 minutes under MEASURE).
 LAG_CHECK_F = traces/calibration/lag_check_f
@@ -285,10 +285,10 @@ lag-check-f: python-deps
 	$(MAKE) lag-check-f-report
 
 lag-check-f-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_F) --doc docs/lag.md \
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_F) --doc docs/lag-check.md \
 		--doc-marker lag-check-f
 
-# Campaign H (issue 27, docs/lag.md): after F, the drain's own group commits (the replica's status
+# Campaign H (issue 27, docs/lag-check.md): after F, the drain's own group commits (the replica's status
 # counters read at each drain's start and end) and the W=4 and serial configurations repeated,
 # with F's model unchanged; pre-registered in its folder before it was measured (~12 minutes
 # under MEASURE). lag-check-h-report: calibrate on the first run, predict the others (~2 min).
@@ -301,18 +301,18 @@ lag-check-h: python-deps
 	$(MAKE) lag-check-h-report
 
 lag-check-h-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_H) --doc docs/lag.md \
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_H) --doc docs/lag-check.md \
 		--doc-marker lag-check-h
 	$(PY) traces/record/lag_groups.py $(LAG_CHECK_H) > $(LAG_CHECK_H)/groups.md
 
 # The replica's group commit in a lag-check campaign, measured (its status counters at each
 # run's end: binlog commits per group commit, InnoDB data fsyncs per commit) beside the model's
-# closed-backlog groups (docs/lag.md, "What F's counters say"); ~1 min.
+# closed-backlog groups (docs/lag-check.md, "What F's counters say"); ~1 min.
 LAG_GROUPS ?= $(LAG_CHECK_F)
 lag-check-groups: python-deps
 	$(PY) traces/record/lag_groups.py $(LAG_GROUPS)
 
-# Campaign G (issue 27, docs/lag.md): the replica's disk capped at 1000 write IOs a second (a
+# Campaign G (issue 27, docs/lag-check.md): the replica's disk capped at 1000 write IOs a second (a
 # cloud volume; cgroup v1 blkio throttling, so root), pre-registered in its folder before it
 # was measured (~20 minutes under MEASURE).
 LAG_CHECK_G = traces/calibration/lag_check_g
@@ -325,7 +325,7 @@ lag-check-g: python-deps
 	$(MAKE) lag-check-g-report
 
 lag-check-g-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_G) --doc docs/lag.md \
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_G) --doc docs/lag-check.md \
 		--doc-marker lag-check-g
 
 # Campaign D's runs refitted with the commit's CPU probed (the probe taken after D, on the same

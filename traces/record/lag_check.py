@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The real check of `commitsched lag` (docs/lag.md): a live MariaDB primary and replica on this
+"""The real check of `commitsched lag` (docs/lag-check.md): a live MariaDB primary and replica on this
 machine, the source driven by sysbench at fixed rates, the replica's lag measured over time.
 
     python traces/record/lag_check.py measure --out traces/calibration/lag_check [--runs NAME,...]
@@ -86,7 +86,7 @@ def move_io_thread(server, limited: bool) -> int | None:
     """The replica's IO thread (receiving the binlog, writing the relay log) to CPU 0 beside
     the primary (and, with a CPU limit, out of it): the model prices the apply, not the
     receiving (on a replica whose IO thread shares one slow core with the appliers, the apply
-    slowed by a quarter to a third while events arrived: docs/lag.md). Its thread id from
+    slowed by a quarter to a third while events arrived: docs/lag-check.md). Its thread id from
     performance_schema.threads; None if not found."""
     rows = server.sql("SELECT THREAD_OS_ID FROM performance_schema.threads "
                       "WHERE NAME = 'thread/sql/slave_io'")

@@ -1,4 +1,4 @@
-"""Group commit on the live check's replica, measured against the model (docs/lag.md, "What F's
+"""Group commit on the live check's replica, measured against the model (docs/lag-check.md, "What F's
 counters say").
 
 A parallel replica commits in groups: one binlog write and sync per group
