@@ -213,7 +213,7 @@ class Profile:
         # twice: at prepare (the commit step) and for the commit record after the binlog's group
         # commit (innodb_flush_log_at_trx_commit=2 writes at both; a durable replica syncs at
         # prepare only). Campaign G's capped disk counted 2.0 device writes a relaxed serial
-        # transaction (docs/lag.md); `group_sync` drops the second without a binlog.
+        # transaction (docs/lag-check.md); `group_sync` drops the second without a binlog.
         band = tuple(self.bands.get("relaxed", self.band))
         write_cpu = min(self.log_write_cpu, self.log_write)
         return replace(self, sync=self.log_write, sync_cpu=write_cpu, commit_default=0.0,
