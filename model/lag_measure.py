@@ -1,4 +1,5 @@
-"""Measured lag from sampled GTID positions (the real check of `commitsched lag`, docs/lag-check.md).
+"""Measured lag from sampled GTID positions (the real check of `commitsched lag`,
+docs/lag-check.md).
 
 Both servers' positions are sampled at fixed intervals: the primary's last written transaction
 and the replica's last applied one. A transaction's commit time on either side is taken as the

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The real check of `commitsched lag` (docs/lag-check.md): a live MariaDB primary and replica on this
-machine, the source driven by sysbench at fixed rates, the replica's lag measured over time.
+"""The real check of `commitsched lag` (docs/lag-check.md): a live MariaDB primary and replica
+on this machine, the source driven by sysbench at fixed rates, the replica's lag measured over time.
 
     python traces/record/lag_check.py measure --out traces/calibration/lag_check [--runs NAME,...]
     python traces/record/lag_check.py report  --out traces/calibration/lag_check
