@@ -22,6 +22,7 @@ says the capacity is above the write rate): the fit refuses it and says to probe
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -184,29 +185,43 @@ def fsync_ms(directory: str, n: int = 50) -> float:
     return round(float(np.median(lat)), 4)
 
 
+@contextlib.contextmanager
+def _direct_file(directory: str, tag: str):
+    """A scratch file in `directory` opened for O_DIRECT writes and a page-aligned 4 KiB
+    buffer (as O_DIRECT needs): (fd, buffer), or None where the file system refuses O_DIRECT;
+    closed and removed on the way out."""
+    import mmap
+    path = os.path.join(directory, f".commitsched-{tag}-{os.getpid()}")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o600)
+    except (OSError, AttributeError):
+        yield None
+        return
+    buf = mmap.mmap(-1, 4096)
+    buf.write(b"x" * 4096)
+    try:
+        yield fd, buf
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
 def direct_write_ms(directory: str, n: int = 50) -> float | None:
     """Median latency (ms) of a 4 KiB O_DIRECT write in `directory` (InnoDB's redo log write
     when innodb_log_file_buffering=OFF: the device's, without a flush); None where the file
     system refuses O_DIRECT."""
-    import mmap
-    path = os.path.join(directory, f".commitsched-direct-{os.getpid()}")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o600)
-    except (OSError, AttributeError):
-        return None
-    buf = mmap.mmap(-1, 4096)                 # page-aligned, as O_DIRECT needs
-    buf.write(b"x" * 4096)
-    lat = []
-    try:
-        for i in range(n):
-            t = time.perf_counter()
-            os.pwrite(fd, buf, 4096 * (i % 16))
-            lat.append((time.perf_counter() - t) * 1e3)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-        os.unlink(path)
+    with _direct_file(directory, "direct") as opened:
+        if opened is None:
+            return None
+        fd, buf = opened
+        lat = []
+        try:
+            for i in range(n):
+                t = time.perf_counter()
+                os.pwrite(fd, buf, 4096 * (i % 16))
+                lat.append((time.perf_counter() - t) * 1e3)
+        except OSError:
+            return None
     return round(float(np.median(lat)), 4)
 
 
@@ -220,28 +235,21 @@ def write_sustained_ms(directory: str, seconds: float = 2.0) -> float | None:
     pass at once and a few wait for the next slice. A commit's device write costs the cap's
     1 / IOPS once the replica's writes use the whole allowance, which is when it lags. None
     where the file system refuses O_DIRECT."""
-    import mmap
-    path = os.path.join(directory, f".commitsched-sustained-{os.getpid()}")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o600)
-    except (OSError, AttributeError):
-        return None
-    buf = mmap.mmap(-1, 4096)                 # page-aligned, as O_DIRECT needs
-    buf.write(b"x" * 4096)
-    n = 0
-    try:
-        t0 = time.perf_counter()
-        while True:
-            os.pwrite(fd, buf, 4096 * (n % 16))
-            n += 1
-            span = time.perf_counter() - t0
-            if span >= seconds:
-                break
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-        os.unlink(path)
+    with _direct_file(directory, "sustained") as opened:
+        if opened is None:
+            return None
+        fd, buf = opened
+        n = 0
+        try:
+            t0 = time.perf_counter()
+            while True:
+                os.pwrite(fd, buf, 4096 * (n % 16))
+                n += 1
+                span = time.perf_counter() - t0
+                if span >= seconds:
+                    break
+        except OSError:
+            return None
     return round(1e3 * span / n, 4)
 
 
