@@ -37,7 +37,9 @@ pytestmark = [
 
 
 def test_three_node_cluster_replicates_and_scores(tmp_path):
-    from galera_cluster import GaleraCluster
+    from record_scripts import import_record_scripts
+    (galera_cluster,) = import_record_scripts("galera_cluster")
+    GaleraCluster = galera_cluster.GaleraCluster
     # mariadbd runs as mysql: the cluster's folder must be reachable by it (pytest's tmp_path
     # sits under a root-only folder)
     import pathlib

@@ -94,3 +94,24 @@ def test_record_with_rotation(tmp_path):
     assert files == sorted(files) and set(files) == set(range(1, files[-1] + 1))
     n, groups = group_stats(txns)
     assert n == src["binlog_commits"] == 300 and groups == src["binlog_group_commits"]
+
+
+def test_a_server_leaves_other_servers_temporary_tables_alone():
+    """Every mariadbd, and mariadb-install-db's bootstrap, deletes the `#sql*` files in its tmpdir
+    when it starts. In /tmp those are other servers' temporary tables: CI's slow suite failed
+    when one test's server start deleted another test's install_db table. A server here has its
+    own tmpdir, so a `#sql` file in /tmp outlives its install and start."""
+    import tempfile
+    from record_scripts import import_record_scripts
+    (record,) = import_record_scripts("record")
+    work = tempfile.mkdtemp(prefix="commitsched-tmpdir-", dir="/tmp")
+    os.chmod(work, 0o755)
+    srv = record.Server(record.find_tools(), work, record.free_port(3440), {})
+    with tempfile.NamedTemporaryFile(prefix="#sql-commitsched-", suffix=".MAI", dir="/tmp") as f:
+        try:
+            srv.start()
+            assert srv.sql("SELECT @@tmpdir") == [[os.path.join(work, "tmp")]]
+        finally:
+            srv.stop()
+            shutil.rmtree(work, ignore_errors=True)
+        assert os.path.exists(f.name)

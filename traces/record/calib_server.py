@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 
+from record import private_tmpdir
 from record import find_tools, free_port  # noqa: F401  (re-exported for calibrate.py)
 
 
@@ -36,8 +37,10 @@ class CalibServer:
         os.chmod(self.workdir, 0o755)
         self._own(self.workdir)
         owner = [f"--user={self.user}"] if self.user else []
+        tmp = f"--tmpdir={private_tmpdir(self.workdir, self.user)}"
         r = subprocess.run([self.tools["install_db"], "--no-defaults", f"--datadir={self.datadir}",
-                            "--auth-root-authentication-method=normal", "--skip-test-db", *owner],
+                            "--auth-root-authentication-method=normal", "--skip-test-db", *owner,
+                            tmp],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if r.returncode != 0:
             raise SystemExit(f"calibrate: install_db failed for {self.name}:\n" + r.stdout[-1500:])
@@ -47,7 +50,8 @@ class CalibServer:
         args = [self.tools["server"], "--no-defaults", f"--datadir={self.datadir}",
                 f"--socket={self.sock}", f"--port={self.port}", "--bind-address=127.0.0.1",
                 f"--pid-file={os.path.join(self.workdir, 'mysqld.pid')}",
-                f"--log-error={self.errlog}", "--skip-name-resolve", *owner]
+                f"--log-error={self.errlog}", "--skip-name-resolve", *owner,
+                f"--tmpdir={private_tmpdir(self.workdir, self.user)}"]
         args += [f"--{k.replace('_', '-')}={v}" for k, v in settings.items()]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)

@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from record import find_tools  # noqa: E402
+from record import find_tools, private_tmpdir  # noqa: E402
 
 PROVIDER_PATHS = ("/usr/lib/galera/libgalera_smm.so", "/usr/lib/libgalera_smm.so",
                   "/usr/lib64/galera-4/libgalera_smm.so", "/usr/lib/galera-4/libgalera_smm.so")
@@ -74,7 +74,7 @@ class Node:
         a = [c.tools["server"], "--no-defaults", f"--datadir={self.datadir}",
              f"--socket={self.sock}", f"--port={self.ports['client']}", "--bind-address=127.0.0.1",
              f"--pid-file={os.path.join(self.dir, 'mysqld.pid')}", f"--log-error={self.errlog}",
-             "--skip-name-resolve", *owner,
+             "--skip-name-resolve", *owner, f"--tmpdir={private_tmpdir(self.dir, c.user)}",
              f"--server-id={self.i + 1}", "--binlog-format=ROW", "--innodb-autoinc-lock-mode=2",
              "--default-storage-engine=InnoDB",
              "--wsrep-on=ON", f"--wsrep-provider={c.provider}",
@@ -96,7 +96,8 @@ class Node:
         if c.user:
             subprocess.run(["chown", "-R", f"{c.user}:{c.user}", self.dir], check=True)
         r = subprocess.run([c.tools["install_db"], "--no-defaults", f"--datadir={self.datadir}",
-                            "--auth-root-authentication-method=normal", "--skip-test-db", *owner],
+                            "--auth-root-authentication-method=normal", "--skip-test-db", *owner,
+                            f"--tmpdir={private_tmpdir(self.dir, c.user)}"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if r.returncode != 0:
             raise ClusterError(f"node{self.i}: install_db failed:\n{r.stdout[-1500:]}")

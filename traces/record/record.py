@@ -76,6 +76,19 @@ def find_tools() -> dict[str, str]:
     return found
 
 
+def private_tmpdir(workdir: str, user: str | None) -> str:
+    """`workdir/tmp`, made and owned by the server's user: the folder every server here, and its
+    mariadb-install-db, is given as `--tmpdir`. Each one deletes every `#sql*` file in its tmpdir
+    when it starts (checked by hand on 10.11), so servers sharing /tmp delete each other's temporary
+    tables: a test's install_db failed with "Error on delete of '/tmp/#sql-temptable-...'" when
+    another test's server started beside it."""
+    path = os.path.join(workdir, "tmp")
+    os.makedirs(path, exist_ok=True)
+    if user:
+        shutil.chown(path, user, user)
+    return path
+
+
 def free_port(preferred: int) -> int:
     """`preferred` if a server can listen there, else the first such port of 33100-33399.
     The probe binds as mariadbd does, with SO_REUSEADDR: a port whose last connections are in
@@ -109,8 +122,10 @@ class Server:
             shutil.chown(self.workdir, self.user, self.user)
             shutil.chown(self.datadir, self.user, self.user)
             owner = [f"--user={self.user}"]
+        tmp = f"--tmpdir={private_tmpdir(self.workdir, self.user)}"
         r = subprocess.run([self.tools["install_db"], "--no-defaults", f"--datadir={self.datadir}",
-                            "--auth-root-authentication-method=normal", "--skip-test-db", *owner],
+                            "--auth-root-authentication-method=normal", "--skip-test-db", *owner,
+                            tmp],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if r.returncode != 0:
             hint = (f"\n  (the server runs as '{self.user}': every parent of {self.workdir} must "
@@ -121,7 +136,7 @@ class Server:
                 f"--socket={self.sock}", f"--port={self.port}", "--bind-address=127.0.0.1",
                 f"--pid-file={os.path.join(self.workdir, 'mysqld.pid')}",
                 f"--log-error={os.path.join(self.workdir, 'error.log')}",
-                "--skip-name-resolve", *owner]
+                "--skip-name-resolve", *owner, tmp]
         args += [f"--{k.replace('_', '-')}={v}" for k, v in self.settings.items()]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
