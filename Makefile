@@ -17,7 +17,8 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 .PHONY: setup python-deps rust java tlc-jar graphviz mariadb-client demo demo-score demo-tlc test test-slow \
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
-        lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report
+        lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
+        lag-check-i lag-check-i-report lag-check-f-median3
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -52,6 +53,11 @@ help:
 	@echo "make lag-check-f  campaign F: E repeated on a quiet machine (~25 min under MEASURE);"
 	@echo "                lag-check-f-report: its table in docs/lag-check.md"
 	@echo "make lag-check-h  campaign H: F's drain group commits read, W=4 and serial repeated (~12 min)"
+	@echo "make lag-check-i  campaign I (pre-registered): F's runs, calibrated on the median of three"
+	@echo "                serial windows spread over the campaign (~20 min under MEASURE);"
+	@echo "                lag-check-i-report: its table and the ranges' coverage in docs/lag-check.md"
+	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
+	@echo "                retro-check, not a fair test) into docs/lag-check.md"
 	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
 	@echo "make lag-check-g  campaign G: the replica on an IOPS-capped disk (root: cgroup v1 blkio;"
 	@echo "                ~20 min under MEASURE); lag-check-g-report: its table in docs/lag-check.md"
@@ -304,6 +310,31 @@ lag-check-h-report: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_H) --doc docs/lag-check.md \
 		--doc-marker lag-check-h
 	$(PY) traces/record/lag_groups.py $(LAG_CHECK_H) > $(LAG_CHECK_H)/groups.md
+
+# Campaign I (issue 27, docs/lag-check.md): F's rig and runs with the calibrating configuration's
+# three repeats (start, middle, end of the campaign) each calibrated live; the profile is the
+# median of the three windows' fits and lag's ranges come from their spread. Pre-registered in
+# its folder before it was measured (~20 minutes under MEASURE). lag-check-i-report: fit on the
+# three, predict the others with their ranges, the table and the coverage (~10 min).
+LAG_CHECK_I = traces/calibration/lag_check_i
+LAG_CHECK_I_PORT ?= 4011
+lag-check-i: python-deps
+	$(MEASURE) $(PY) traces/record/lag_check.py measure --out $(LAG_CHECK_I) --replica-binlog \
+		--primary-durability relaxed --port $(LAG_CHECK_I_PORT) \
+		--runs "$(shell cat $(LAG_CHECK_I)/runs.txt)"
+	$(MAKE) lag-check-i-report
+
+lag-check-i-report: python-deps
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_I) --doc docs/lag-check.md \
+		--doc-marker lag-check-i
+
+# Campaign F's stored runs calibrated on the median of its three serial drain repeats instead of
+# the first (the repeats without calibrate's window read from the rig's samples, with the first's
+# disk probes): a retro-check on the data that motivated the change, NOT a fair test (~10 min).
+lag-check-f-median3: python-deps
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_F) --to $(LAG_CHECK_F)/median3 \
+		--calibrate-on durable-serial-1_800x40_stop5_15,durable-serial-1_800x40_stop5_15_r2,durable-serial-1_800x40_stop5_15_r3 \
+		--doc docs/lag-check.md --doc-marker lag-check-f-median3
 
 # The replica's group commit in a lag-check campaign, measured (its status counters at each
 # run's end: binlog commits per group commit, InnoDB data fsyncs per commit) beside the model's

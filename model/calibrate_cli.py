@@ -15,7 +15,8 @@ def _seconds(text: str) -> float:
 
 
 def cmd_calibrate(args) -> int:
-    from .calibrate_replica import CalibrateError, Window, described, fit, record
+    from .calibrate_replica import (CalibrateError, described_many, fit_many, read_windows,
+                                    windows_json)
     from .cli import UsageError, _emit, check_output
     from .progress import Progress
     from .profiles import get_profile
@@ -23,10 +24,13 @@ def cmd_calibrate(args) -> int:
     from .replica_live import LiveError, parse_url
     if (args.replica is None) == (args.samples is None):
         raise UsageError("calibrate: give --replica URL (sample a live replica) or --samples "
-                         "FILE (a window recorded with --record), not both")
+                         "FILE... (windows recorded with --record), not both")
     if args.samples is not None and args.record:
         raise UsageError("calibrate: --record keeps a window sampled from --replica; with "
                          "--samples the window is already a file")
+    if args.samples is not None and args.repeat != 1:
+        raise UsageError("calibrate: --repeat samples a live replica several times; with "
+                         "--samples give the recorded windows' files")
     if args.output and not (args.binlog or args.source):
         raise UsageError("calibrate: fitting a profile needs the binlog of the window: "
                          "--binlog FILES (or --source URL to read it from the source)")
@@ -42,6 +46,8 @@ def cmd_calibrate(args) -> int:
         raise UsageError(f"calibrate: the probe would start after the window ends (--probe-at "
                          f"{args.probe_at:g} s, --window {args.window:g} s): make the window "
                          f"longer or the probe earlier")
+    if args.every is not None and args.repeat == 1:
+        raise UsageError("calibrate: --every spaces the windows of --repeat N (N of 2 or more)")
     # what can be checked before the replica is sampled (a minute or more, its SQL thread
     # perhaps stopped) is checked first: the outputs can be written, the binlog files exist
     check_output(args.output)
@@ -55,32 +61,74 @@ def cmd_calibrate(args) -> int:
     progress = Progress(args.quiet, started=time.monotonic())
     try:
         if args.replica is not None:
-            window = record(parse_url(args.replica), window=args.window, interval=args.interval,
-                            probe=args.probe, probe_at=args.probe_at, fsync=args.fsync_ms,
-                            cores=args.cores, progress=progress)
+            windows = _record_windows(args, parse_url(args.replica), progress)
+            labels = ([f"window 1 ({windows[0].started_utc})"] if len(windows) == 1 else
+                      [f"window {i + 1} ({w.started_utc})" for i, w in enumerate(windows)])
             if args.record:
-                _emit(json.dumps(window.to_json()) + "\n", args.record)
+                _emit(json.dumps(windows_json(windows)) + "\n", args.record)
         else:
-            window = Window.from_file(args.samples)
+            windows, labels = [], []
+            for path in args.samples:
+                got = read_windows(path)
+                windows += got
+                labels += ([path] if len(got) == 1 else
+                           [f"{path} #{i + 1}" for i in range(len(got))])
         if not args.output:
             progress.done()
-            print(f"recorded {len(window.samples)} samples of {window.replica} in "
-                  f"{args.record}", file=sys.stderr)
+            print(f"recorded {len(windows)} window{'s' if len(windows) > 1 else ''} "
+                  f"({sum(len(w.samples) for w in windows)} samples) of {windows[0].replica} "
+                  f"in {args.record}", file=sys.stderr)
             return 0
         from .calibrate_replica import nearest_base
-        base = get_profile(args.base or nearest_base(args.cores or window.cores))
-        progress("reading the binlog of the window")
-        txns = _window_txns(args, window)
-        result = fit(window, txns, base, cores=args.cores, fsync=args.fsync_ms,
-                     progress=progress)
+        base = get_profile(args.base or nearest_base(args.cores or windows[0].cores))
+        progress("reading the binlog of the window" + ("s" if len(windows) > 1 else ""))
+        txns_of = _windows_txns(args, windows)
+        result = fit_many(windows, txns_of, base, labels=labels, cores=args.cores,
+                          fsync=args.fsync_ms, progress=progress)
     except (LiveError, CalibrateError, ReplayError) as e:
         raise UsageError(f"calibrate: {e}") from None
     progress.done()
     name = args.name or args.output.rsplit("/", 1)[-1].removesuffix(".json")
-    profile = described(result, window, base, name)
+    profile = described_many(result, base, name)
     _emit(json.dumps({"profiles": [profile.to_json()]}, indent=1) + "\n", args.output)
-    _emit(summary(result, window, profile, args.output), None)
+    if len(windows) == 1:
+        _emit(summary(result.fits[0], windows[0], profile, args.output), None)
+    else:
+        _emit(summary_many(result, profile, args.output), None)
     return 0
+
+
+def _record_windows(args, address, progress) -> list:
+    """--repeat N windows of the live replica, each starting --every apart (default: one
+    after the other)."""
+    from .calibrate_replica import record
+    windows = []
+    for i in range(args.repeat):
+        begun = time.monotonic()
+        said = progress if args.repeat == 1 else (
+            lambda text, i=i: progress(f"window {i + 1} of {args.repeat}: {text}"))
+        windows.append(record(address, window=args.window, interval=args.interval,
+                              probe=args.probe, probe_at=args.probe_at, fsync=args.fsync_ms,
+                              cores=args.cores, progress=said))
+        if args.every and i + 1 < args.repeat:
+            wait = args.every - (time.monotonic() - begun)
+            while wait > 0:
+                progress(f"next window in {wait:.0f} s ({i + 2} of {args.repeat})")
+                time.sleep(min(wait, 1.0))
+                wait = args.every - (time.monotonic() - begun)
+    return windows
+
+
+def _windows_txns(args, windows) -> list:
+    """Each window's transactions: the binlog files given (one window: all of them; several:
+    each window's part), or each window's read from the source."""
+    from .calibrate_replica import window_txns
+    if args.source:
+        return [_window_txns(args, w) for w in windows]
+    txns = _window_txns(args, windows[0])
+    if len(windows) == 1:
+        return [txns]
+    return [window_txns(w, txns) for w in windows]
 
 
 def _window_txns(args, window) -> list:
@@ -143,6 +191,38 @@ def summary(result, window, profile, path: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def summary_many(result, profile, path: str) -> str:
+    """A calibration from several windows: each window's fit, the median the profile keeps,
+    the spread `lag` gives its ranges from."""
+    from .calibrate_replica import settings_words
+    first = result.windows[0]
+    records = profile.fitted_from["windows"]
+    lines = [f"calibrated {path} on {first.replica} ({first.settings.get('version')}): "
+             f"{settings_words(first)}, {profile.cores} cores, from {len(records)} windows "
+             f"fitted each on its own",
+             f"  {'window':<40} {'CPU scale':>9} {'flush':>7} {'redo write µs':>13} "
+             f"{'CPU µs/txn':>10} {'drain s':>8} {'replayed':>8}"]
+    f = lambda v, p=3: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
+    for rec in records:
+        lines.append(f"  {rec['window'][-40:]:<40} {f(rec['cpu_scale']):>9} "
+                     f"{f(rec['flush_scale']):>7} {f(rec['log_write_us'], 1):>13} "
+                     f"{f(rec['cpu_measured_us'], 0):>10} "
+                     f"{f(rec['probe_drain_measured_s'], 2):>8} "
+                     f"{f(rec['probe_drain_replayed_s'], 2):>8}")
+    slow, fast = result.slowest, result.fastest
+    lines += [f"  the profile: each term the median of the windows' fits (exec_default "
+              f"{profile.exec_default:.1f} µs, slowest {slow['exec_default']:.1f}, fastest "
+              f"{fast['exec_default']:.1f}; the redo log's write {profile.log_write:.1f} µs, "
+              f"{slow['log_write']:.1f} to {fast['log_write']:.1f})",
+              "  `lag` with this profile gives each answer's range: replayed at the slowest and "
+              "the fastest calibrated pace (each term at its slowest / fastest window's)"]
+    for f_, label in zip(result.fits, result.labels):
+        lines += [f"  note ({label}): {n}" for n in f_.notes
+                  if not n.startswith("CPU scale from") and not n.startswith("the commit's")]
+    lines.append(f"use it: commitsched lag BINLOG --profile {path} (or score, report)")
+    return "\n".join(lines) + "\n"
+
+
 def add_subcommands(sub, add_model_options) -> None:
     from .cli import _positive_float, _positive_int
     p = sub.add_parser(
@@ -156,12 +236,19 @@ def add_subcommands(sub, add_model_options) -> None:
                     "a stretch where the replica had a backlog: --probe SECONDS stops its SQL "
                     "thread that long, starts it again and times the catch-up (never the "
                     "default; the SQL thread is restarted on every path). --record keeps the "
-                    "window to fit later with --samples (docs/lag.md).")
+                    "window to fit later with --samples. Several windows (--repeat N, or "
+                    "--samples FILE...) are fitted each on its own; the profile keeps each "
+                    "term's median and the spread, and lag then gives each answer's range "
+                    "(docs/lag.md).")
     p.add_argument("--replica", metavar="URL",
                    help="mysql://USER[:PASSWORD]@HOST[:PORT] (or ?socket=PATH; password from "
                         "MYSQL_PWD if not in the URL); needs REPLICA MONITOR / REPLICATION "
                         "CLIENT, and for --probe the right to stop and start replication")
-    p.add_argument("--samples", metavar="FILE", help="a window recorded earlier with --record")
+    p.add_argument("--samples", nargs="+", metavar="FILE",
+                   help="windows recorded earlier with --record (one file each, or a file of "
+                        "--repeat's windows); several windows of one replica at one "
+                        "configuration are fitted each on its own: the profile keeps each "
+                        "term's median and the spread, from which lag gives ranges")
     p.add_argument("--binlog", nargs="+", metavar="FILE",
                    help="the source's binlog files covering the window (binary, or -vv text)")
     p.add_argument("--source", metavar="URL",
@@ -182,6 +269,13 @@ def add_subcommands(sub, add_model_options) -> None:
                         "never the default)")
     p.add_argument("--probe-at", type=_seconds, default=5.0, metavar="DURATION",
                    help="when the probe starts, into the window (default 5s)")
+    p.add_argument("--repeat", type=_positive_int, default=1, metavar="N",
+                   help="sample N windows (each with its own probes and --probe), fitted each "
+                        "on its own: a machine whose speed drifts is calibrated on the median, "
+                        "and lag gives the spread as ranges (default 1)")
+    p.add_argument("--every", type=_seconds, default=None, metavar="DURATION",
+                   help="with --repeat: start a window every DURATION (e.g. 10min; default: "
+                        "one after the other), to spread them over the host's drift")
     p.add_argument("--base", metavar="PROFILE",
                    help="the fitted profile whose mechanism terms are scaled (default: the one "
                         "whose machine's core count is nearest the replica's: replica16, 16 "

@@ -84,19 +84,25 @@ class Window:
     # (write_sustained_ms): 1 / the write IOs a second the disk sustains for one thread; taken
     # while the probe had the SQL thread stopped, else before the window. None: not probed
     write_sustained_ms: float | None = None
+    # each round of the quick probes (ms), PROBE_ROUNDS of them: `fsync_ms` and `log_write_ms`
+    # are their medians, the rounds their spread. None: one round (an older window)
+    fsync_ms_rounds: list | None = None
+    log_write_ms_rounds: list | None = None
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": 1, **asdict(self)}
 
     @classmethod
     def from_file(cls, path: str) -> "Window":
-        try:
-            with open(path, encoding="utf-8") as f:
-                obj = json.load(f)
-        except OSError as e:
-            raise CalibrateError(f"{path}: {e.strerror or e}") from None
-        except ValueError as e:
-            raise CalibrateError(f"{path}: not JSON ({str(e)[:80]})") from None
+        """The one window of a file `--record` wrote (CalibrateError if it holds several)."""
+        windows = read_windows(path)
+        if len(windows) != 1:
+            raise CalibrateError(f"{path}: {len(windows)} windows, where one was expected")
+        return windows[0]
+
+    @classmethod
+    def from_json(cls, obj, path: str) -> "Window":
+        """One window object (CalibrateError naming `path` if it is malformed)."""
         if not isinstance(obj, dict) or obj.get("format") != FORMAT or obj.get("version") != 1:
             raise CalibrateError(f"{path}: not a window recorded by `commitsched calibrate "
                                  f"--record` (format {FORMAT} version 1)")
@@ -121,6 +127,13 @@ class Window:
                 and math.isfinite(w.write_sustained_ms) and w.write_sustained_ms > 0):
             raise CalibrateError(f"{path}: a malformed window (write_sustained_ms must be a "
                                  f"positive number of ms)")
+        for name in ("fsync_ms_rounds", "log_write_ms_rounds"):
+            rounds = getattr(w, name)
+            if rounds is not None and not (isinstance(rounds, list) and all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                    and v > 0 for v in rounds)):
+                raise CalibrateError(f"{path}: a malformed window ({name} must be a list of "
+                                     f"positive numbers of ms)")
         w.samples = samples
         if w.cpu is not None:
             try:
@@ -132,6 +145,31 @@ class Window:
                 raise CalibrateError(f"{path}: {len(w.cpu)} CPU readings for {len(samples)} "
                                      f"samples")
         return w
+
+
+def read_windows(path: str) -> list["Window"]:
+    """The windows of a file written by `--record`: one window, or several (`--repeat`:
+    {"format": FORMAT, "version": 1, "windows": [...]})."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+    except OSError as e:
+        raise CalibrateError(f"{path}: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CalibrateError(f"{path}: not JSON ({str(e)[:80]})") from None
+    if isinstance(obj, dict) and isinstance(obj.get("windows"), list) \
+            and obj.get("format") == FORMAT and obj.get("version") == 1:
+        if not obj["windows"]:
+            raise CalibrateError(f"{path}: no windows")
+        return [Window.from_json(w, path) for w in obj["windows"]]
+    return [Window.from_json(obj, path)]
+
+
+def windows_json(windows: list["Window"]) -> dict:
+    """What `--record` writes: the window itself, or several in one file."""
+    if len(windows) == 1:
+        return windows[0].to_json()
+    return {"format": FORMAT, "version": 1, "windows": [w.to_json() for w in windows]}
 
 
 # ---------------------------------------------------------------------------- record
@@ -253,6 +291,23 @@ def write_sustained_ms(directory: str, seconds: float = 2.0) -> float | None:
     return round(1e3 * span / n, 4)
 
 
+# The quick probes (fsync, the O_DIRECT write) are each taken this many times, in rounds a
+# window apart in time as far as the window allows (before it and after it): their median is the
+# window's figure, the rounds its spread (one probe of one write read 72 µs in campaign F and
+# 255 µs in H on the same VM).
+PROBE_ROUNDS = 5
+
+
+def probe_rounds(probe, directory: str, rounds: int) -> list:
+    """`rounds` readings of `probe(directory)` (None readings left out)."""
+    out = [probe(directory) for _ in range(rounds)]
+    return [v for v in out if v is not None]
+
+
+def median_of(values: list) -> float | None:
+    return round(float(np.median(values)), 4) if values else None
+
+
 # What `io_cpu_us` measures, each as its server does it at commit: `direct_write` the redo log's
 # 4 KiB O_DIRECT write (innodb_log_file_buffering=OFF; a relaxed replica keeps it),
 # `direct_write_sync` that write and its fdatasync (a durable commit's redo flush), `append_sync`
@@ -363,9 +418,10 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
         # the disk probed before the window, while the replica has not been disturbed yet:
         # a prior and a diagnostic (the fit takes the flush latency from the pace)
         d = local_datadir(s, address)
-        if fsync is None:
-            fsync = fsync_ms(d) if d else None
-        log_write = direct_write_ms(d) if d else None
+        # most rounds of the quick probes before the window, the rest after it
+        before_rounds = PROBE_ROUNDS - PROBE_ROUNDS // 2
+        fsync_rounds = probe_rounds(fsync_ms, d, before_rounds) if d and fsync is None else []
+        write_rounds = probe_rounds(direct_write_ms, d, before_rounds) if d else []
         io_cpu = io_cpu_us(d) if d else None
         if cores is None:
             cores = local_cores(s, address)
@@ -415,8 +471,16 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
             if stopped:
                 start_sql_thread(conn, flavor)
         after = worker_counts(conn)
+        if d:
+            progress("probing the disk after the window")
+            if fsync is None:
+                fsync_rounds += probe_rounds(fsync_ms, d, PROBE_ROUNDS - before_rounds)
+            write_rounds += probe_rounds(direct_write_ms, d, PROBE_ROUNDS - before_rounds)
     finally:
         conn.close()
+    if fsync is None:
+        fsync = median_of(fsync_rounds)
+    log_write = median_of(write_rounds)
     probe_info = None
     if state["stopped"] is not None:
         probe_info = {"stop": state["stopped"], "start": state["started"], "seconds": probe}
@@ -424,7 +488,8 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
     return Window(address.label(), s, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)),
                   interval, samples, probe_info, fsync, cores, before, after,
                   cpu if readable and cpu else None,
-                  appliers.source if readable and cpu else None, log_write, io_cpu, sustained)
+                  appliers.source if readable and cpu else None, log_write, io_cpu, sustained,
+                  fsync_rounds or None, write_rounds or None)
 
 
 def _caught_up(applied_state: str, received_state: str, flavor: str) -> bool:
@@ -895,5 +960,178 @@ def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
                                 **({"commit_cpu, sync_cpu, log_write_cpu":
                                     "the probe's CPU per write and sync on the replica's disk "
                                     "(calibrate_replica.io_cpu_us)"} if window.io_cpu else {})},
+                   calibrated={"durability": [s.get("durability")], "cores": [p.cores],
+                               "log_replica_updates": [bool(s.get("log_replica_updates"))]})
+
+
+# ---------------------------------------------------------------------------- several windows
+
+# What every window of one calibration shares: one replica, one configuration. A window of
+# another configuration would make the spread the model's error between configurations, not
+# the machine's drift.
+ALIKE_SETTINGS = ("version", "flavor", "scheduler", "workers", "durability",
+                  "log_replica_updates", "log_file_buffered")
+# Profile fields that are not the machine's terms (or that a calibration sets, not fits)
+_NOT_TERMS = frozenset({"name", "provenance", "machine", "band", "bands", "fitted_from",
+                        "calibrated", "cores", "durability", "log_replica_updates"})
+
+
+def settings_words(window: Window) -> str:
+    s = window.settings
+    return (f"{s.get('scheduler')} W={s.get('workers')}, {s.get('durability')}, "
+            f"log_replica_updates {'on' if s.get('log_replica_updates') else 'off'}")
+
+
+def check_alike(windows: list[Window], labels: list[str]) -> None:
+    """CalibrateError (one line, naming the window) unless the windows are of one replica at
+    one configuration, each given once."""
+    first, name = windows[0], labels[0]
+    seen = {}
+    for w, label in zip(windows, labels):
+        key = (w.started_utc, w.samples[0][0])
+        if key in seen:
+            raise CalibrateError(f"{label}: the same window as {seen[key]} (started "
+                                 f"{w.started_utc}): give each window once")
+        seen[key] = label
+        if w.replica != first.replica:
+            raise CalibrateError(f"{label}: a window of {w.replica}, where {name}'s is of "
+                                 f"{first.replica}: the windows of one calibration are of one "
+                                 f"replica")
+        differ = [k for k in ALIKE_SETTINGS if w.settings.get(k) != first.settings.get(k)]
+        if differ:
+            k = differ[0]
+            raise CalibrateError(f"{label}: recorded at {k} {w.settings.get(k)!r}, {name} at "
+                                 f"{first.settings.get(k)!r}: the windows of one calibration "
+                                 f"share the replica's settings (calibrate each configuration "
+                                 f"on its own)")
+        if w.cores != first.cores:
+            raise CalibrateError(f"{label}: the replica had {w.cores} cores, in {name} "
+                                 f"{first.cores}: the windows of one calibration are of one "
+                                 f"machine")
+
+
+def machine_terms(profile: Profile) -> dict:
+    """The profile's terms a calibration fits (costs in µs, and the base's switches)."""
+    import dataclasses
+    return {f.name: getattr(profile, f.name) for f in dataclasses.fields(profile)
+            if f.name not in _NOT_TERMS}
+
+
+@dataclass
+class ManyFit:
+    """A calibration from several windows: each window fitted on its own; the profile is each
+    term's median over the windows' fits, and the spread's ends each term at its largest
+    (`slowest`) and smallest (`fastest`) over them: every term is a cost, so the slowest end is
+    no faster than any window's fit in any configuration."""
+    fits: list[Fit]
+    windows: list[Window]
+    labels: list[str]
+    profile: Profile
+    slowest: dict
+    fastest: dict
+
+
+def fit_many(windows: list[Window], txns_of: list[list], base: Profile, *,
+             labels: list[str], cores: int | None = None, fsync: float | None = None,
+             progress=lambda s: None) -> ManyFit:
+    """Fit each window on its own (`fit`), then the median and the spread (ManyFit)."""
+    check_alike(windows, labels)
+    fits = []
+    for i, (w, txns) in enumerate(zip(windows, txns_of)):
+        def said(text, i=i):
+            progress(f"window {i + 1} of {len(windows)}: {text}")
+        try:
+            fits.append(fit(w, txns, base, cores=cores, fsync=fsync, progress=said))
+        except CalibrateError as e:
+            raise CalibrateError(f"{labels[i]}: {e}") from None
+    terms = [machine_terms(f.profile) for f in fits]
+
+    def over(func) -> dict:
+        out = {}
+        for k, v in terms[0].items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                out[k] = v                  # a switch of the base's: the same in every fit
+            else:
+                out[k] = round(float(func([t[k] for t in terms])), 6)
+        return out
+    median = over(np.median) if len(fits) > 1 else terms[0]
+    profile = replace(fits[0].profile, **median)
+    return ManyFit(fits, list(windows), list(labels), profile, over(max), over(min))
+
+
+def window_txns(window: Window, txns: list) -> list:
+    """The transactions of `txns` (binlog files covering several windows) that one window can
+    have applied: from the first it had not applied at its first sample to the last its IO
+    thread had received at its last."""
+    flavor = window.settings.get("flavor", "mariadb")
+    gtids = [t.gtid for t in txns]
+    if not txns or any(g is None for g in gtids):
+        return txns                          # window_trace says what is wrong
+    try:
+        if flavor == "mariadb":
+            domain, uuid = int(gtids[0].split("-")[0]), None
+            keys = [int(g.rsplit("-", 1)[1]) for g in gtids]
+        else:
+            domain, uuid = None, gtids[0].split(":")[0]
+            keys = [int(g.rsplit(":", 1)[1]) for g in gtids]
+    except ValueError:
+        return txns
+    if any(b <= a for a, b in zip(keys, keys[1:])):
+        return txns
+    first = _first_number(window.samples[0][1], flavor, domain, uuid)
+    last = _first_number(window.samples[-1][2], flavor, domain, uuid)
+    lo = 0 if first is None else bisect_right(keys, first)
+    hi = len(keys) if last is None else max(bisect_right(keys, last), lo + 1)
+    return txns[max(lo - 1, 0):hi]
+
+
+def window_record(f: Fit, w: Window, label: str) -> dict:
+    """One window's fit as the profile keeps it (fitted_from["windows"])."""
+    r = lambda v, n=4: None if v is None else round(float(v), n)  # noqa: E731
+    return {"window": label, "started_utc": w.started_utc,
+            "seconds": r(w.samples[-1][0] - w.samples[0][0], 1),
+            "cpu_scale": r(f.cpu_scale), "flush_scale": r(f.flush_scale),
+            "log_write_us": r(f.profile.log_write, 2),
+            "log_write_ms_rounds": w.log_write_ms_rounds, "fsync_ms": w.fsync_ms,
+            "fsync_ms_rounds": w.fsync_ms_rounds,
+            "cpu_measured_us": r(f.cpu_measured, 1),
+            "probe_drain_measured_s": r(f.measured_drain, 3),
+            "probe_drain_replayed_s": r(f.fitted_drain, 3)}
+
+
+def described_many(mf: ManyFit, base: Profile, name: str) -> Profile:
+    """The profile of a calibration from one or several windows, with its provenance; with
+    several, fitted_from["spread"] holds the ends `commitsched lag` replays for its ranges."""
+    records = [window_record(f, w, label) for f, w, label in zip(mf.fits, mf.windows,
+                                                                  mf.labels)]
+    if len(mf.fits) == 1:
+        p = described(mf.fits[0], mf.windows[0], base, name)
+        return replace(p, fitted_from={**p.fitted_from, "windows": records})
+    first = mf.windows[0]
+    s = first.settings
+    scales = lambda key: ", ".join(f"{rec[key]:.3f}" for rec in records)  # noqa: E731
+    med = lambda key: float(np.median([rec[key] for rec in records]))  # noqa: E731
+    p = mf.profile
+    writes = ", ".join(f"{rec['log_write_us']:.1f}" for rec in records)
+    machine = (f"the replica at {first.replica} ({s.get('version')}), {p.cores} cores, "
+               f"calibrated from {len(records)} windows, "
+               f"{records[0]['started_utc']} to {records[-1]['started_utc']}")
+    provenance = (f"calibrated by `commitsched calibrate` on {first.replica} at "
+                  f"{settings_words(first)}, from {len(records)} windows fitted each on its own "
+                  f"({', '.join(r['window'] for r in records)}): each term the median of the "
+                  f"windows' fits (CPU scale {med('cpu_scale'):.3f} of {scales('cpu_scale')}; "
+                  f"flush scale {med('flush_scale'):.3f} of {scales('flush_scale')}; the redo "
+                  f"log's write {p.log_write:.1f} µs of {writes}), "
+                  f"the spread's ends each term at its slowest and fastest window's; the "
+                  f"mechanism terms and their ratios are {base.name}'s")
+    return replace(p, name=name, machine=machine, provenance=provenance, band=(),
+                   fitted_from={"cpu_scale": f"{med('cpu_scale'):.4f}: the median of "
+                                             f"{scales('cpu_scale')}",
+                                "flush_scale": f"{med('flush_scale'):.4f}: the median of "
+                                               f"{scales('flush_scale')}",
+                                "log_write": f"{p.log_write:.2f}: the median of the windows'",
+                                "base": base.name, "windows": records,
+                                "spread": {"durability": "durable", "slowest": mf.slowest,
+                                           "fastest": mf.fastest}},
                    calibrated={"durability": [s.get("durability")], "cores": [p.cores],
                                "log_replica_updates": [bool(s.get("log_replica_updates"))]})

@@ -204,10 +204,13 @@ def verdict(r: dict) -> str:
     if "error" in r:
         return f"{name}: {r['error']}"
     head = headroom_words(r)
+    flips = "keeps_up_words" in r and "(but" in r["keeps_up_words"]
     if r["keeps_up"]:
         text = f"{name} keeps up, with {head} today's pace"
     else:
         text = f"{name} does not keep up: it applies {head} of today's pace"
+    if flips:
+        text += " " + r["keeps_up_words"][r["keeps_up_words"].index("(but"):]
     text += "; " + behind_words(r)
     if "drain_s" in r:
         text += (f"; after {human_seconds(r['backlog_s'])} stopped it catches up in "
@@ -229,7 +232,7 @@ DRAIN_LEGEND = (" drain: from the restart until the lag is back to what it would
 
 
 def format_table(results: list[dict], *, label: str, times: SourceTimes, profile_text: str,
-                 notes: list[str]) -> str:
+                 notes: list[str], windows: int = 0) -> str:
     busiest, at = times.busiest()
     n = times.count
     busy = (f"busiest minute {_rate(busiest)} txn/s (from {times.clock(at)})"
@@ -265,6 +268,9 @@ def format_table(results: list[dict], *, label: str, times: SourceTimes, profile
                     f"{human_seconds(r.get('straight_line_drain_s')):>9}")
         lines.append(row)
     lines.append("")
+    spans = ranges_text(results, windows)
+    if spans:
+        lines += spans + [""]
     best = best_result(results)
     if best is not None:
         lines.append(verdict(best))
@@ -282,3 +288,116 @@ def best_result(results: list[dict]) -> dict | None:
     top = max(r["headroom"] for r in ok)
     near = [r for r in ok if r["headroom"] >= 0.95 * top]
     return min(near, key=lambda r: (r["workers"], r["max_lag_s"]))
+
+
+# ---------------------------------------------------------------------------- ranges
+
+# The ends of a calibration's spread (model/calibrate_replica.py ManyFit): the profile's terms
+# each at its slowest and its fastest calibrated window's
+SPREAD_ENDS = ("slowest", "fastest")
+
+
+def spread_ends(profile) -> dict | None:
+    """The profile at each end of its calibration's spread ({"slowest": Profile, "fastest":
+    Profile}), at the profile's own durability, binlog setting and cores; None when it was
+    calibrated from one window (no spread). ValueError (one line) if the spread is malformed."""
+    from dataclasses import replace
+    from .calibrate_replica import machine_terms
+    spread = (profile.fitted_from or {}).get("spread")
+    if not spread:
+        return None
+    known = machine_terms(profile)
+    out = {}
+    for end in SPREAD_ENDS:
+        terms = spread.get(end) if isinstance(spread, dict) else None
+        bad = not isinstance(terms, dict) or any(not _term_ok(known, k, v)
+                                                  for k, v in terms.items())
+        if bad:
+            raise ValueError(f"profile {profile.name}: its calibration spread's {end!r} end is "
+                             f"malformed (fitted_from.spread.{end} must give the profile's "
+                             f"terms)")
+        rest = {k: v for k, v in profile.fitted_from.items() if k != "spread"}
+        machine = replace(profile, **terms, durability=spread.get("durability", "durable"),
+                          fitted_from=rest, name=f"{profile.name} ({end} calibrated pace)")
+        out[end] = replace(machine.with_durability(profile.durability), cores=profile.cores,
+                           log_replica_updates=profile.log_replica_updates)
+    return out
+
+
+def _term_ok(known: dict, key: str, value) -> bool:
+    """A spread end's term: one of the profile's, a switch as a switch, a cost as a finite
+    number not below 0."""
+    if key not in known:
+        return False
+    if isinstance(known[key], bool):
+        return isinstance(value, bool)
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and bool(np.isfinite(value)) and value >= 0)
+
+
+def keeps_up_words(r: dict) -> str:
+    """The keeps-up verdict with its range: whether it flips between the calibrated paces."""
+    at = {"median": r["keeps_up"], "slowest": r.get("keeps_up_slowest", r["keeps_up"]),
+          "fastest": r.get("keeps_up_fastest", r["keeps_up"])}
+    word = "keeps up" if at["median"] else "does not keep up"
+    if "keeps_up_slowest" not in r:
+        return word
+    other = [end for end in SPREAD_ENDS if at[end] != at["median"]]
+    if not other:
+        return word + (" (at every calibrated pace)" if at["median"]
+                       else " (at any calibrated pace)")
+    if at["median"]:
+        return word + f" (but not at the {' or the '.join(other)} calibrated pace)"
+    return word + f" (but would at the {' and the '.join(other)} calibrated pace)"
+
+
+def with_ranges(results: list[dict], at_ends: dict) -> None:
+    """Each result's range from the replays at the spread's ends (`at_ends`: end -> results of
+    the same sweep): `keeps_up_slowest`, `keeps_up_fastest`, `keeps_up_words`,
+    `headroom_range`, `max_lag_s_range`, and with a backlog `drain_s_range` ([low, high]; a
+    high of None: at some calibrated pace it never drains)."""
+    by = {end: {(r["scheduler"], r["workers"]): r for r in rs} for end, rs in at_ends.items()}
+    for r in results:
+        if "error" in r:
+            continue
+        ends = [by[end].get((r["scheduler"], r["workers"])) for end in SPREAD_ENDS]
+        if any(e is None or "error" in e for e in ends):
+            r["range_note"] = "not replayed at every end of the calibration's spread"
+            continue
+        trio = [r] + ends
+        r["keeps_up_slowest"], r["keeps_up_fastest"] = ends[0]["keeps_up"], ends[1]["keeps_up"]
+        r["keeps_up_words"] = keeps_up_words(r)
+        for key in ("headroom", "max_lag_s"):
+            values = [x[key] for x in trio]
+            r[key + "_range"] = [min(values), max(values)]
+        if "drain_s" in r:
+            values = [x["drain_s"] for x in trio]
+            finite = [v for v in values if v is not None]
+            r["drain_s_range"] = [min(finite) if finite else None,
+                                  None if len(finite) < len(values) else max(finite)]
+
+
+def _span(pair, fmt) -> str:
+    lo, hi = pair
+    return fmt(lo) if lo == hi else f"{fmt(lo)} to {fmt(hi)}"
+
+
+def ranges_text(results: list[dict], windows: int) -> list[str]:
+    """The ranges block of the text output (results with_ranges gave ranges)."""
+    rows = [r for r in results if "keeps_up_words" in r]
+    if not rows:
+        return []
+    lines = textwrap.wrap(f"ranges: the profile was calibrated from {windows} windows; each "
+                          f"answer replayed again at the slowest and the fastest calibrated pace "
+                          f"(each term at its slowest / fastest window's fit):", 100)
+    for r in rows:
+        text = (f"{r['scheduler']} W={r['workers']}: {r['keeps_up_words']}; headroom "
+                f"{_span(r['headroom_range'], factor_text)}; max lag "
+                f"{_span(r['max_lag_s_range'], human_seconds)}")
+        if "drain_s_range" in r:
+            lo, hi = r["drain_s_range"]
+            text += (f"; drain {human_seconds(lo)} to never" if hi is None and lo is not None
+                     else f"; drain {_span((lo, hi), human_seconds)}")
+        lines += textwrap.wrap(text, 100, initial_indent="  ", subsequent_indent="    ",
+                               break_on_hyphens=False)
+    return lines

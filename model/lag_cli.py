@@ -75,11 +75,24 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
         notes.append(f"each transaction reaches the replica {args.delay:g} s after its source "
                      f"commit (--delay); lags include it")
     unmeasured = profile.unmeasured()
-    results = lag_sweep(trace, times, schedulers, args.workers, profile, jobs=args.jobs,
-                        progress=progress, skip_unfit=not args.scheduler,
-                        backlog=args.backlog, backlog_at=args.backlog_at, delay=args.delay,
-                        bugs=bugs, tracker_options=lambda t: _tracker_options(args, t),
-                        applier_options=_applier_options(args))
+    ends, windows = _spread(profile)
+    sweep = dict(jobs=args.jobs, backlog=args.backlog, backlog_at=args.backlog_at,
+                 delay=args.delay, bugs=bugs,
+                 tracker_options=lambda t: _tracker_options(args, t),
+                 applier_options=_applier_options(args))
+    results = lag_sweep(trace, times, schedulers, args.workers, profile, progress=progress,
+                        skip_unfit=not args.scheduler, **sweep)
+    if ends:
+        # the same sweep at each end of the calibration's spread: each answer's range
+        from .lag import with_ranges
+        fed = list(dict.fromkeys(r["scheduler"] for r in results))
+        at_ends = {end: lag_sweep(trace, times, fed, args.workers, p, skip_unfit=False,
+                                  progress=lambda text, end=end: progress(
+                                      f"at the {end} calibrated pace: {text}"), **sweep)
+                   for end, p in ends.items()}
+        with_ranges(results, at_ends)
+        notes.append(f"the profile was calibrated from {windows} windows: each answer's range "
+                     f"is its replay at the slowest and the fastest calibrated pace")
     progress.done()
     for r in results:
         r["timestamps"] = "spread over each second" if times.whole_seconds else "µs"
@@ -90,8 +103,22 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
         _emit(json.dumps(results, indent=2) + "\n", args.output)
     else:
         _emit(format_table(results, label=inp.label, times=times,
-                           profile_text=profile_line(profile), notes=notes), args.output)
+                           profile_text=profile_line(profile), notes=notes, windows=windows),
+              args.output)
     return 0
+
+
+def _spread(profile) -> tuple[dict | None, int]:
+    """The profile at its calibration spread's ends, and how many windows it was calibrated
+    from (None, 0: one window, or not calibrated by `calibrate`)."""
+    from .cli import UsageError
+    from .lag import spread_ends
+    try:
+        ends = spread_ends(profile)
+    except ValueError as e:
+        raise UsageError(f"lag: {e}") from None
+    windows = (profile.fitted_from or {}).get("windows")
+    return ends, (len(windows) if isinstance(windows, list) else 0)
 
 
 def add_subcommands(sub, add_model_options) -> None:
@@ -111,7 +138,10 @@ def add_subcommands(sub, add_model_options) -> None:
                     "it happens, and with --backlog how long it takes to catch up after its SQL "
                     "thread was stopped that long while writes went on; each beside the "
                     "straight-line extrapolation (backlog / (apply rate - write rate)). The "
-                    "trace is read as one period of a pace that repeats (docs/lag.md).",
+                    "trace is read as one period of a pace that repeats. With a profile that "
+                    "`calibrate` fitted from several windows, every answer is also replayed at "
+                    "the slowest and the fastest calibrated pace and given as a range, and the "
+                    "keeps-up verdict says when it flips inside it (docs/lag.md).",
         epilog=LEGEND + DRAIN_LEGEND + " Durations: 90, 90s, 500ms, 3h, 2h30m, 1d. Example: "
                "commitsched lag binlog.000042 binlog.000043 --scheduler "
                "commit_id+mariadb_optimistic --workers 4,8,16 --backlog 3h --backlog-at 2h.")
@@ -147,7 +177,12 @@ def add_subcommands(sub, add_model_options) -> None:
                         "lap_s, apply_rate and write_rate (txn/s), straight_line_headroom, "
                         "lag_over_time ([source s, lag s] pairs), notes; with --backlog also "
                         "backlog_s, drain_s (null when it never drains), drain_note, "
-                        "straight_line_drain_s. Times in seconds")
+                        "straight_line_drain_s. With a profile calibrated from several "
+                        "windows also each answer's range, replayed at the slowest and the "
+                        "fastest calibrated pace: keeps_up_slowest, keeps_up_fastest, "
+                        "keeps_up_words ('keeps up (but not at the slowest calibrated pace)'), "
+                        "headroom_range, max_lag_s_range, drain_s_range ([low, high]; high "
+                        "null: at some calibrated pace it never drains). Times in seconds")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--jobs", type=_positive_int, default=None, metavar="N",

@@ -679,41 +679,105 @@ def _err(pred, meas):
     return (pred - meas) / meas
 
 
+def rig_window(run_dir: str, template, run: dict):
+    """A calibration window made from the rig's own samples of a run that `calibrate` did not
+    sample (a repeat of the calibrating configuration whose stop was the rig's): the replica's
+    applied position and the primary's (for what the replica had received), the applier
+    threads' CPU, the rig's stop as the probe. The replica, its settings and the disk probes
+    (O_DIRECT write, the commit's CPU) are `template`'s, the calibrating window's: the
+    retro-check on stored runs only (a live calibration samples its own)."""
+    import dataclasses
+    meta = json.load(open(os.path.join(run_dir, "meta.json")))
+    rows = list(csv.reader(open(os.path.join(run_dir, "samples.csv"))))[1:]
+    prefix = template.samples[0][1].rsplit("-", 1)[0] + "-"
+    ev = meta["events"]
+    return dataclasses.replace(
+        template, samples=[(float(r[0]), f"{prefix}{r[2]}", f"{prefix}{r[1]}") for r in rows],
+        cpu=[(float(r[4]), float(r[5]), int(r[6])) for r in rows], cpu_source="threads",
+        probe={"stop": ev["stop"], "start": ev["start"], "seconds": run["stop_for"]},
+        started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(rows[0][0]))),
+        fsync_ms=meta["fsync_probe_ms"]["median_ms"], fsync_ms_rounds=None,
+        workers_before=None, workers_after=None)
+
+
+def calibrating_runs(a, run_dirs: list[str], runs: dict) -> list[str]:
+    """The runs the profile is fitted on: `--calibrate-on` (a retro-check), else the `+cal`
+    runs (one, or several spread over the campaign: campaign I on)."""
+    if a.calibrate_on:
+        cal = a.calibrate_on.split(",")
+        missing = [d for d in cal if d not in runs]
+        if missing:
+            raise SystemExit(f"lag_check: --calibrate-on: no run {missing[0]} in {a.out}")
+        return cal
+    cal = [d for d in run_dirs if runs[d]["meta"]["run"].get("calibrate")]
+    if not cal:
+        raise SystemExit("lag_check: no calibrating run (+cal) in the campaign")
+    return cal
+
+
 def cmd_report(a) -> int:
     import statistics
-    from commitsched.calibrate_replica import Window, described, fit
-    from commitsched.lag import lag_one, straight_line_drain
+    from commitsched.calibrate_replica import Window, described_many, fit_many
+    from commitsched.lag import spread_ends, straight_line_drain, with_ranges
     from commitsched.profiles import get_profile
-    from commitsched.replay import source_times
     run_dirs = sorted(d for d in os.listdir(os.path.join(a.out, "runs")))
     runs = {d: measured(os.path.join(a.out, "runs", d)) for d in run_dirs}
-    cal = [d for d in run_dirs if runs[d]["meta"]["run"].get("calibrate")]
-    if len(cal) != 1:
-        raise SystemExit(f"lag_check: expected one calibrating run (+cal), found {cal}")
-    cal = cal[0]
-    window = Window.from_file(os.path.join(a.out, "runs", cal, "window.json"))
-    backfilled = backfill(window, os.path.join(a.out, "runs", cal), a)
+    cal = calibrating_runs(a, run_dirs, runs)
+    live = [d for d in cal if os.path.exists(os.path.join(a.out, "runs", d, "window.json"))]
+    if not live:
+        raise SystemExit(f"lag_check: none of the calibrating runs {cal} has calibrate's "
+                         f"window.json")
+    template = Window.from_file(os.path.join(a.out, "runs", live[0], "window.json"))
+    backfilled = backfill(template, os.path.join(a.out, "runs", live[0]), a)
+    windows, labels = [], []
+    for d in cal:
+        run_dir = os.path.join(a.out, "runs", d)
+        if d in live:
+            w = template if d == live[0] else Window.from_file(os.path.join(run_dir,
+                                                                             "window.json"))
+            labels.append(d)
+        else:
+            w = rig_window(run_dir, template, runs[d]["meta"]["run"])
+            labels.append(f"{d} (the rig's samples)")
+            backfilled.append(f"{d}: no calibrate window; the rig's samples of it, with "
+                              f"{live[0]}'s disk probes (a retro-check)")
+        windows.append(w)
     from commitsched.calibrate_replica import nearest_base
-    base = get_profile(a.base or nearest_base(window.cores))
-    result = fit(window, runs[cal]["txns"], base)
-    profile = described(result, window, base, "lag-check-replica")
+    base = get_profile(a.base or nearest_base(template.cores))
+    many = fit_many(windows, [runs[d]["txns"] for d in cal], base, labels=labels)
+    profile = described_many(many, base, "lag-check-replica")
+    result = many.fits[0] if len(cal) == 1 else None
+    ends = spread_ends(profile)
     to = a.to or a.out
     os.makedirs(to, exist_ok=True)
     with open(os.path.join(to, "profile.json"), "w") as f:
         json.dump({"profiles": [profile.to_json()]}, f, indent=1)
-    line_rate = runs[cal]["apply_rate_in_drain"]
+    # the straight line's apply rate: the calibrating runs' measured drain rate (their median:
+    # the same information the model is given)
+    line_rate = statistics.median(runs[d]["apply_rate_in_drain"] for d in cal)
+    # every run at the median profile and at each end of its spread, `--jobs` at a time
+    from commitsched.scoring import fork_map
+    profiles = {"median": profile, **(ends or {})}
+    tasks = [(d, which) for d in run_dirs for which in profiles]
+
+    def work(task):
+        d, which = task
+        run = runs[d]["meta"]["run"]
+        workers = 1 if run["mode"] == "serial" else run["threads"]
+        return predict(runs[d], run, SCHEDULERS[run["mode"]], workers, profiles[which])
+    preds = {}
+    for task, pred in zip(tasks, fork_map(work, tasks, a.jobs)):
+        preds[task] = pred
+        log(f"predicted {task[0]}" + (f" at the {task[1]} calibrated pace"
+                                      if task[1] != "median" else ""))
     rows = []
     for d in run_dirs:
         m, run = runs[d], runs[d]["meta"]["run"]
-        sched = SCHEDULERS[run["mode"]]
         workers = 1 if run["mode"] == "serial" else run["threads"]
-        prof = profile.with_durability(run["durability"])
-        times = source_times(m["txns"])
+        pred = preds[(d, "median")]
+        if ends:
+            with_ranges([pred], {end: [preds[(d, end)]] for end in ends})
         backlog = run["stop_for"]
-        at = (m["events"]["stop"] - times.epoch) if backlog else 0.0
-        log(f"predicting {d}")
-        pred = lag_one(lambda txns=m["txns"]: iter(txns), times, sched, workers, prof,
-                       backlog=backlog, backlog_at=max(at, 0.0))
         w = m["write_rate"]
         # the secondary verdict (campaign G on): read like the measured one, at the load's end
         # (no more behind than a second of its writes), on runs without a stop
@@ -724,7 +788,17 @@ def cmd_report(a) -> int:
                 "drain_s": straight_line_drain(backlog, line_rate, w) if backlog else None,
                 "max_lag_s": (1.0 / line_rate if line_rate > w
                               else run["seconds"] * (w / line_rate - 1.0))}
-        rows.append({"run": d, "calibrating": d == cal, "config": f"{run['durability']} "
+        model = {"keeps_up": pred["keeps_up"], "max_lag_s": pred["max_lag_s"],
+                 "keeps_up_at_end": (None if backlog or end_model is None
+                                     else end_model <= max(w, 1.0)),
+                 "end_backlog": end_model,
+                 "drain_s": pred.get("drain_s"), "headroom": pred["headroom"],
+                 "apply_rate": pred["apply_rate"]}
+        for key in ("keeps_up_slowest", "keeps_up_fastest", "max_lag_s_range",
+                    "drain_s_range", "headroom_range"):
+            if key in pred:
+                model[key] = pred[key]
+        rows.append({"run": d, "calibrating": d in cal, "config": f"{run['durability']} "
                      f"{run['mode']} W={workers}" + (" 1 client" if run["clients"] == 1 else ""),
                      "rate": run["rate"], "write_rate": round(w, 1), "stop_s": backlog,
                      "measured": {"keeps_up": m["keeps_up"], "max_lag_s": m["max_lag_s"],
@@ -738,21 +812,26 @@ def cmd_report(a) -> int:
                                       "binlog_group_commits"),
                                   "commits": m["meta"]["counters"]["replica"].get(
                                       "binlog_commits")},
-                     "model": {"keeps_up": pred["keeps_up"], "max_lag_s": pred["max_lag_s"],
-                               "keeps_up_at_end": (None if backlog or end_model is None
-                                                   else end_model <= max(w, 1.0)),
-                               "end_backlog": end_model,
-                               "drain_s": pred.get("drain_s"), "headroom": pred["headroom"],
-                               "apply_rate": pred["apply_rate"]},
-                     "line": line})
+                     "model": model, "line": line})
     summary = summarize(rows, a.material_lag)
-    report = {"calibrating_run": cal, "base": base.name, "cpu_scale": result.cpu_scale,
-              "flush_scale": result.flush_scale, "prior_flush_scale": result.prior_flush,
-              "cpu_measured_us_per_txn": result.cpu_measured, "cpu_source": window.cpu_source,
-              "log_write_us": profile.log_write, "fit_notes": result.notes,
+    if ends:
+        summary["coverage"] = coverage([r for r in rows if not r["calibrating"]],
+                                       a.material_lag)
+    med = lambda key: statistics.median(f_.__dict__[key] for f_ in many.fits)  # noqa: E731
+    report = {"calibrating_run": cal[0] if len(cal) == 1 else cal, "base": base.name,
+              "cpu_scale": med("cpu_scale"), "flush_scale": med("flush_scale"),
+              "prior_flush_scale": med("prior_flush"),
+              "cpu_measured_us_per_txn": (None if any(f_.cpu_measured is None
+                                                      for f_ in many.fits)
+                                          else med("cpu_measured")),
+              "cpu_source": template.cpu_source,
+              "log_write_us": profile.log_write, "fit_notes": [n for f_ in many.fits
+                                                                for n in f_.notes],
+              "windows": profile.fitted_from.get("windows"),
               "backfilled": backfilled, "line_apply_rate": line_rate,
-              "fit_drain_measured_s": result.measured_drain,
-              "fit_drain_replayed_s": result.fitted_drain, "rows": rows, "summary": summary}
+              "fit_drain_measured_s": result.measured_drain if result else None,
+              "fit_drain_replayed_s": result.fitted_drain if result else None,
+              "rows": rows, "summary": summary}
     with open(os.path.join(to, "results.json"), "w") as f:
         json.dump(report, f, indent=1)
     text = markdown(report, a.material_lag)
@@ -762,6 +841,44 @@ def cmd_report(a) -> int:
         put_in_doc(a.doc, text, a.doc_marker)
     print(text)
     return 0
+
+
+def predict(m: dict, run: dict, sched: str, workers: int, profile) -> dict:
+    """`lag`'s answers for one run from its own binlog, its stop as the backlog."""
+    from commitsched.lag import lag_one
+    from commitsched.replay import source_times
+    times = source_times(m["txns"])
+    backlog = run["stop_for"]
+    at = (m["events"]["stop"] - times.epoch) if backlog else 0.0
+    return lag_one(lambda txns=m["txns"]: iter(txns), times, sched, workers,
+                   profile.with_durability(run["durability"]), backlog=backlog,
+                   backlog_at=max(at, 0.0))
+
+
+def coverage(held: list[dict], material: float) -> dict:
+    """How often the model's range (its replays at the calibration spread's ends and at its
+    median) holds the measured answer, over the held-out runs: the drain (a high end of None:
+    never), the max lag where it is material, and the keeps-up verdict (right at one of the
+    three paces at least)."""
+    def inside(pair, v):
+        lo, hi = pair
+        return v is not None and lo is not None and lo <= v and (hi is None or v <= hi)
+    drains = [r for r in held if r["stop_s"] and r["measured"]["drain_s"] is not None
+              and "drain_s_range" in r["model"]]
+    lags = [r for r in held if r["measured"]["max_lag_s"] >= material
+            and "max_lag_s_range" in r["model"]]
+    verdicts = [r for r in held if "keeps_up_slowest" in r["model"]]
+    return {
+        "drain": [sum(inside(r["model"]["drain_s_range"], r["measured"]["drain_s"])
+                      for r in drains), len(drains)],
+        "max_lag": [sum(inside(r["model"]["max_lag_s_range"], r["measured"]["max_lag_s"])
+                        for r in lags), len(lags)],
+        "keeps_up": [sum(r["measured"]["keeps_up"] in (r["model"]["keeps_up"],
+                                                       r["model"]["keeps_up_slowest"],
+                                                       r["model"]["keeps_up_fastest"])
+                         for r in verdicts), len(verdicts)],
+        "keeps_up_flips": sum(len({r["model"]["keeps_up"], r["model"]["keeps_up_slowest"],
+                                   r["model"]["keeps_up_fastest"]}) > 1 for r in verdicts)}
 
 
 def backfill(window, run_dir: str, a) -> list[str]:
@@ -847,6 +964,13 @@ def _fmt_s(v) -> str:
     return "never" if v is None else f"{v:.2f}"
 
 
+def _fmt_range(pair) -> str:
+    """The model's range (the calibration spread's ends), where the profile has one."""
+    if not pair:
+        return ""
+    return f" [{_fmt_s(pair[0])}-{_fmt_s(pair[1])}]"
+
+
 def _fmt_e(pred, meas) -> str:
     e = _err(pred, meas)
     return "" if e is None else f" ({100 * e:+.0f}%)"
@@ -862,13 +986,20 @@ def markdown(report: dict, material: float) -> str:
         name = r["run"] + (" (calibrated on it)" if r["calibrating"] else "")
         drain = "-" if not r["stop_s"] else (
             f"{_fmt_s(m['drain_s'])} / {_fmt_s(p['drain_s'])}{_fmt_e(p['drain_s'], m['drain_s'])}"
-            f" / {_fmt_s(l['drain_s'])}{_fmt_e(l['drain_s'], m['drain_s'])}")
+            + _fmt_range(p.get("drain_s_range"))
+            + f" / {_fmt_s(l['drain_s'])}{_fmt_e(l['drain_s'], m['drain_s'])}")
         lag = (f"{m['max_lag_s']:.2f} / {p['max_lag_s']:.2f}"
                + (_fmt_e(p['max_lag_s'], m['max_lag_s']) if m['max_lag_s'] >= material else "")
+               + _fmt_range(p.get("max_lag_s_range"))
                + f" / {l['max_lag_s']:.2f}"
                + (_fmt_e(l['max_lag_s'], m['max_lag_s']) if m['max_lag_s'] >= material else ""))
+        model_verdict = yn(p["keeps_up"])
+        if "keeps_up_slowest" in p and len({p["keeps_up"], p["keeps_up_slowest"],
+                                            p["keeps_up_fastest"]}) > 1:
+            model_verdict += (f" [slowest {yn(p['keeps_up_slowest'])}, fastest "
+                              f"{yn(p['keeps_up_fastest'])}]")
         lines.append(f"| {name} | {r['config']} | {r['write_rate']:.0f}/s | "
-                     f"{yn(m['keeps_up'])} / {yn(p['keeps_up'])} / {yn(l['keeps_up'])} | "
+                     f"{yn(m['keeps_up'])} / {model_verdict} / {yn(l['keeps_up'])} | "
                      f"{lag} | {drain} |")
     s = report["summary"]
     lines += ["", "| over the runs not used to calibrate | model | straight line |",
@@ -889,6 +1020,13 @@ def markdown(report: dict, material: float) -> str:
         lines.append(f"| keeps-up at the load's end right (secondary; runs without a stop) | "
                      f"{s['model_at_end']['right']} of {s['model_at_end']['runs']} | "
                      f"{s['line_at_end']['right']} of {s['line_at_end']['runs']} |")
+    cov = s.get("coverage")
+    if cov:
+        frac = lambda k: (f"{cov[k][0]} of {cov[k][1]}" if cov[k][1] else "-")  # noqa: E731
+        lines.append(f"| the model's range holds the measured: drain / max lag (measured >= "
+                     f"{material:g} s) / keeps-up | {frac('drain')} / {frac('max_lag')} / "
+                     f"{frac('keeps_up')} (the verdict flips inside the range in "
+                     f"{cov['keeps_up_flips']}) | - |")
     for durability in ("durable", "relaxed"):
         part = s.get(durability)
         if not part or not part["model"]["keeps_up_runs"]:
@@ -961,6 +1099,17 @@ def apply_rates(report: dict) -> str:
                      + ("-" if model is None else f"{model:.0f}{_fmt_e(model, meas)}")
                      + f" | {report['line_apply_rate']:.0f}"
                      f"{_fmt_e(report['line_apply_rate'], meas)} |")
+    windows = report.get("windows") or []
+    if len(windows) > 1:
+        per = "; ".join(f"{w['window']}: CPU scale {w['cpu_scale']:.3f} (measured "
+                        f"{w['cpu_measured_us'] or 0:.0f} µs a transaction), flush scale "
+                        f"{w['flush_scale']:.3f}, the redo log's write {w['log_write_us']:.1f} µs"
+                        for w in windows)
+        fit = [f"The fit (several windows, each fitted on its own, the profile each term's "
+               f"median, base {report['base']}): {per}. The straight line's apply rate is the "
+               f"calibrating runs' median drain rate, {report['line_apply_rate']:.0f}/s."]
+        fit += [f"Filled in: {b}." for b in report.get("backfilled") or []]
+        return "\n".join(lines) + "\n\n" + " ".join(fit) + "\n"
     fit = [f"The fit (calibrating run {report['calibrating_run']}, base {report['base']}): CPU "
            f"scale {report['cpu_scale']:.3f}"
            + (f" (measured CPU {report['cpu_measured_us_per_txn']:.0f} µs a transaction, "
@@ -1019,6 +1168,13 @@ def main(argv=None) -> int:
     r.add_argument("--io-cpu", default=None, metavar="FILE",
                    help="a window recorded before calibrate probed the CPU of the commit's "
                         "writes and syncs: a probe's output ({\"io_cpu\": ...}) taken later")
+    r.add_argument("--jobs", type=int, default=2, metavar="N",
+                   help="predictions in N processes (default 2); the results do not depend "
+                        "on it")
+    r.add_argument("--calibrate-on", default=None, metavar="RUN,RUN",
+                   help="fit on these runs (each fitted on its own, the profile the median) "
+                        "instead of the +cal runs; a run without calibrate's window is read "
+                        "from the rig's samples with the first's disk probes (a retro-check)")
     r.add_argument("--material-lag", type=float, default=0.5,
                    help="max lags below this (s) are within the sampling's resolution: shown, "
                         "not counted in the median error")
