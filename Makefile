@@ -322,6 +322,7 @@ lag-check-i: python-deps
 	$(MEASURE) $(PY) traces/record/lag_check.py measure --out $(LAG_CHECK_I) --replica-binlog \
 		--primary-durability relaxed --port $(LAG_CHECK_I_PORT) \
 		--runs "$(shell cat $(LAG_CHECK_I)/runs.txt)"
+	gzip -9n $(LAG_CHECK_I)/runs/*/samples.csv $(LAG_CHECK_I)/runs/*/window.json
 	$(MAKE) lag-check-i-report
 
 lag-check-i-report: python-deps

@@ -619,7 +619,7 @@ def measured(run_dir: str) -> dict:
                                          measured_lag, write_rate)
     from commitsched.trace import load_trace
     meta = json.load(open(os.path.join(run_dir, "meta.json")))
-    rows = list(csv.reader(open(os.path.join(run_dir, "samples.csv"))))[1:]
+    rows = list(csv.reader(stored(os.path.join(run_dir, "samples.csv"))))[1:]
     t = np.asarray([float(r[0]) for r in rows])
     p = np.asarray([int(r[1]) for r in rows])
     r = np.asarray([int(r[2]) for r in rows])
@@ -679,6 +679,23 @@ def _err(pred, meas):
     return (pred - meas) / meas
 
 
+def stored(path: str):
+    """A run's stored text file, or its gzipped copy (campaign I on: `make lag-check-i`
+    compresses the samples and the window after measuring)."""
+    import gzip
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        return gzip.open(path + ".gz", "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def stored_window(run_dir: str):
+    """The window `calibrate --record` kept in a run's folder (window.json, or .gz)."""
+    from commitsched.calibrate_replica import Window
+    path = os.path.join(run_dir, "window.json")
+    with stored(path) as f:
+        return Window.from_json(json.load(f), path)
+
+
 def rig_window(run_dir: str, template, run: dict):
     """A calibration window made from the rig's own samples of a run that `calibrate` did not
     sample (a repeat of the calibrating configuration whose stop was the rig's): the replica's
@@ -688,7 +705,7 @@ def rig_window(run_dir: str, template, run: dict):
     retro-check on stored runs only (a live calibration samples its own)."""
     import dataclasses
     meta = json.load(open(os.path.join(run_dir, "meta.json")))
-    rows = list(csv.reader(open(os.path.join(run_dir, "samples.csv"))))[1:]
+    rows = list(csv.reader(stored(os.path.join(run_dir, "samples.csv"))))[1:]
     prefix = template.samples[0][1].rsplit("-", 1)[0] + "-"
     ev = meta["events"]
     return dataclasses.replace(
@@ -717,24 +734,24 @@ def calibrating_runs(a, run_dirs: list[str], runs: dict) -> list[str]:
 
 def cmd_report(a) -> int:
     import statistics
-    from commitsched.calibrate_replica import Window, described_many, fit_many
+    from commitsched.calibrate_replica import described_many, fit_many
     from commitsched.lag import spread_ends, straight_line_drain, with_ranges
     from commitsched.profiles import get_profile
     run_dirs = sorted(d for d in os.listdir(os.path.join(a.out, "runs")))
     runs = {d: measured(os.path.join(a.out, "runs", d)) for d in run_dirs}
     cal = calibrating_runs(a, run_dirs, runs)
-    live = [d for d in cal if os.path.exists(os.path.join(a.out, "runs", d, "window.json"))]
+    live = [d for d in cal if any(os.path.exists(os.path.join(a.out, "runs", d, name))
+                                  for name in ("window.json", "window.json.gz"))]
     if not live:
         raise SystemExit(f"lag_check: none of the calibrating runs {cal} has calibrate's "
                          f"window.json")
-    template = Window.from_file(os.path.join(a.out, "runs", live[0], "window.json"))
+    template = stored_window(os.path.join(a.out, "runs", live[0]))
     backfilled = backfill(template, os.path.join(a.out, "runs", live[0]), a)
     windows, labels = [], []
     for d in cal:
         run_dir = os.path.join(a.out, "runs", d)
         if d in live:
-            w = template if d == live[0] else Window.from_file(os.path.join(run_dir,
-                                                                             "window.json"))
+            w = template if d == live[0] else stored_window(run_dir)
             labels.append(d)
         else:
             w = rig_window(run_dir, template, runs[d]["meta"]["run"])
@@ -744,7 +761,11 @@ def cmd_report(a) -> int:
         windows.append(w)
     from commitsched.calibrate_replica import nearest_base
     base = get_profile(a.base or nearest_base(template.cores))
-    many = fit_many(windows, [runs[d]["txns"] for d in cal], base, labels=labels)
+    from commitsched.calibrate_replica import CalibrateError
+    try:
+        many = fit_many(windows, [runs[d]["txns"] for d in cal], base, labels=labels)
+    except CalibrateError as e:
+        raise SystemExit(f"lag_check: calibrating on {', '.join(cal)}: {e}") from None
     profile = described_many(many, base, "lag-check-replica")
     result = many.fits[0] if len(cal) == 1 else None
     ends = spread_ends(profile)
@@ -889,7 +910,7 @@ def backfill(window, run_dir: str, a) -> list[str]:
     import numpy as np
     said = []
     if window.cpu is None:
-        rows = list(csv.reader(open(os.path.join(run_dir, "samples.csv"))))[1:]
+        rows = list(csv.reader(stored(os.path.join(run_dir, "samples.csv"))))[1:]
         if rows and len(rows[0]) > 3:
             t = np.asarray([float(r[0]) for r in rows])
             c = np.asarray([float(r[3]) for r in rows])
