@@ -146,6 +146,7 @@ def _window_txns(args, window) -> list:
 
 
 def summary(result, window, profile, path: str) -> str:
+    import numpy as np
     from .calibrate_replica import shares
     s = window.settings
     lines = [f"calibrated {path} on {window.replica} ({s.get('version')}): "
@@ -167,6 +168,11 @@ def summary(result, window, profile, path: str) -> str:
     if profile.log_write:
         lines.append(f"  the redo log's unbuffered write: {profile.log_write:.1f} µs a group "
                      f"commit, relaxed too (innodb_log_file_buffering=OFF)")
+    for what, rounds in (("fsync", window.fsync_ms_rounds),
+                         ("O_DIRECT write", window.log_write_ms_rounds)):
+        if rounds and len(rounds) > 1:
+            lines.append(f"  the {what} probe: {len(rounds)} rounds, {min(rounds):.3f} to "
+                         f"{max(rounds):.3f} ms, median {float(np.median(rounds)):.3f} ms")
     if window.io_cpu:
         lines.append(f"  the commit's CPU, probed on its disk: the redo log's write and sync "
                      f"{profile.commit_cpu:.1f} µs, the binlog's sync {profile.sync_cpu:.1f} µs "

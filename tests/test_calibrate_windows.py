@@ -203,3 +203,16 @@ def test_repeat_records_several_windows_in_one_file(tmp_path, monkeypatch, capsy
     assert len(calls) == 3 and all(c["probe"] == 2.0 for c in calls)
     assert [w.started_utc for w in read_windows(str(path))] == [
         "2026-11-26T00:00:00Z", "2026-11-26T01:00:00Z", "2026-11-26T02:00:00Z"]
+
+
+def test_one_windows_summary_shows_its_probe_rounds(tmp_path, capsys):
+    txns = workload()
+    w = windows_of(txns, (1.5,))[0]
+    w.fsync_ms_rounds = [0.86, 0.13, 0.43, 0.13, 0.14]
+    binlog = tmp_path / "binlog.jsonl"
+    write_trace(str(binlog), txns)
+    assert main(["calibrate", "--samples", _write(tmp_path / "w.json", w.to_json()),
+                 "--binlog", str(binlog), "--cores", "1", "-o", str(tmp_path / "p.json"),
+                 "--quiet"]) == 0
+    assert "the fsync probe: 5 rounds, 0.130 to 0.860 ms, median 0.140 ms" in \
+        capsys.readouterr().out
