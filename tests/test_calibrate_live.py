@@ -122,6 +122,16 @@ def test_errors_are_one_line(rig, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not allowed" in err
     assert not (tmp_path / "w.json").exists()
+    # a monitoring user may sample, not probe: refused before the window, naming the privilege
+    # (before: sampled until --probe-at, then "not allowed to run STOP ...")
+    R.sql("CREATE USER IF NOT EXISTS 'monitor'@'localhost'")
+    R.sql("GRANT REPLICA MONITOR ON *.* TO 'monitor'@'localhost'")
+    assert main(["calibrate", "--replica", url(R, "monitor"), "--probe", "1", "--probe-at",
+                 "1", "--window", "30", "--record", str(tmp_path / "w.json"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs REPLICATION SLAVE ADMIN" in err, err
+    assert "this user has" in err and "MONITOR" in err
+    assert not (tmp_path / "w.json").exists()
     # a window, then a binlog from before it
     first = P.sql("SHOW BINARY LOGS")[0][0]
     window = tmp_path / "w2.json"
