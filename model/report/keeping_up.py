@@ -8,7 +8,8 @@ trace some fifteen times per worker count; above `sample` transactions it runs o
 `sample` (as the what-ifs do), and the section says so."""
 from __future__ import annotations
 
-from ..lag import behind_words, factor_text, headroom_words, human_seconds, lag_one
+from ..lag import (behind_words, cause_words, factor_text, headroom_words, human_seconds,
+                   lag_one)
 from ..replay import Replayer, ReplayError, source_times
 from ..schedulers import SchedulerError, parse_scheduler
 from ..simcore import SimulationError
@@ -111,7 +112,8 @@ def answer(d: dict) -> list[str]:
         if c["keeps_up"]:
             text = (f"{who} keeps up with {head} today's pace"
                     + (", busiest minute included" if long else "")
-                    + f"; its worst lag is {human_seconds(c['max_lag_s'])}, at {c['max_lag_at']}")
+                    + f"; its worst lag is {human_seconds(c['max_lag_s'])}, at {c['max_lag_at']}"
+                    + cause_words(c))
         else:
             text = (f"{who} does not keep up: it applies {head} of today's pace; "
                     + behind_words(c))
