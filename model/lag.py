@@ -45,12 +45,12 @@ def parse_duration(text: str) -> float:
 def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, profile, *,
             backlog: float | None = None, backlog_at: float = 0.0, delay: float = 0.0,
             bugs=frozenset(), tracker_options: dict | None = None,
-            applier_options: dict | None = None) -> dict:
+            applier_options: dict | None = None, on_run: Callable | None = None) -> dict:
     """The replay's answers for one (scheduler, W); times in seconds. Raises SchedulerError
-    (the trace cannot feed the scheduler) or Deadlock."""
+    (the trace cannot feed the scheduler) or Deadlock. `on_run`: told of each replay."""
     rep = Replayer(txns, times, scheduler, workers, profile, delay=delay * PER_SECOND, bugs=bugs,
                    tracker_options=dict(tracker_options or {}),
-                   applier_options=dict(applier_options or {}))
+                   applier_options=dict(applier_options or {}), on_run=on_run)
     n = times.count
     closed = rep.closed_makespan()
     two = rep.replay(1.0, laps=2, detail=True)
@@ -136,7 +136,7 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
         return out
     if total - wait >= total / 2:
         out.update(kind="delivery_delay",
-                   text=f"mostly the delivery delay: {human_seconds((total - wait) * s)} of "
+                   text=f"the delivery delay: {human_seconds((total - wait) * s)} of "
                         f"{human_seconds(total * s)} pass before it reaches the relay log "
                         f"(--delay)")
         return out
@@ -234,18 +234,25 @@ def lag_sweep(trace, times: SourceTimes, schedulers: Sequence[str], workers: Seq
               **kwargs) -> list[dict]:
     """`lag_one` for every (scheduler, W) (`serial` once), `jobs` at a time; a scheduler the
     trace cannot feed is skipped with a note when `skip_unfit`, else SchedulerError."""
-    from .progress import note_of, tick_of
+    from .progress import SharedCount, note_of
     from .scoring import fork_map
     tracker_options = kwargs.pop("tracker_options", lambda t: {})
     runs = [(name, w) for name in schedulers
             for w in ([1] if parse_scheduler(name).is_serial else workers)]
+    finished = [0, runs[0] if runs else None]      # configurations done, the next one
+    # each configuration is a dozen replays or more (two laps, the headroom bisection, a
+    # drain): counted as they end, so that the line moves within a long configuration
+    replays = SharedCount(progress, lambda count: (
+        f"{finished[0]}/{len(runs)} configurations done, {count:,} replays so far"
+        + (f" ({finished[1][0]} W={finished[1][1]} next)" if finished[0] == 0 and finished[1]
+           else "")))
 
     def work(item):
         name, w = item
         try:
             return "ok", lag_one(trace.txns, times, name, w, profile,
                                  tracker_options=tracker_options(parse_scheduler(name).tracker),
-                                 **kwargs)
+                                 on_run=replays.bump, **kwargs)
         except SchedulerError as e:
             return "unfit", str(e)
         except Deadlock as e:
@@ -254,10 +261,12 @@ def lag_sweep(trace, times: SourceTimes, schedulers: Sequence[str], workers: Seq
     results, unfit = [], set()
     # said before the first replay ends: on a large trace that is minutes
     if runs:
-        progress(f"0/{len(runs)} replays done ({runs[0][0]} W={runs[0][1]} first)")
+        progress(replays.text_of(0))
     for i, ((name, w), (kind, value)) in enumerate(zip(runs, fork_map(work, runs, jobs,
-                                                                      tick_of(progress)))):
-        progress(f"{i + 1}/{len(runs)} replays done ({name} W={w})")
+                                                                      replays.show))):
+        finished[0] = i + 1
+        progress(f"{i + 1}/{len(runs)} configurations done ({name} W={w}), "
+                 f"{replays.count:,} replays so far")
         if name in unfit:
             continue
         if kind == "unfit":
@@ -308,18 +317,17 @@ def headroom_words(r: dict) -> str:
 def cause_words(r: dict) -> str:
     """The worst lag's cause as a clause (`worst_lag_cause`), or nothing."""
     cause = r.get("max_lag_cause")
-    return f": {cause['text']}" if cause and cause.get("kind") != "none" else ""
+    return f", from {cause['text']}" if cause and cause.get("kind") != "none" else ""
 
 
 def behind_words(r: dict) -> str:
     """How the lag goes, in words: its maximum when it stays bounded; when it grows, how much
     further behind each pass of the trace leaves the replica."""
-    cause = r.get("max_lag_cause")
-    why = f", {cause['text']}" if cause and cause.get("kind") != "none" else ""
+    why = cause_words(r)
     if r["keeps_up"]:
-        return f"it lags at most {human_seconds(r['max_lag_s'])} ({r['max_lag_at']}{why})"
+        return f"it lags at most {human_seconds(r['max_lag_s'])} ({r['max_lag_at']}){why}"
     text = (f"its lag grows without bound: {human_seconds(r['max_lag_s'])} behind at worst "
-            f"over the trace ({r['max_lag_at']}{why})")
+            f"over the trace ({r['max_lag_at']}){why}")
     growth = r.get("lag_growth_per_lap_s")
     if growth is not None and growth > 0:
         text += (f", then {human_seconds(growth)} more every {human_seconds(r['lap_s'])} of "

@@ -35,7 +35,7 @@ def plan(tasks: Tasks, trace, profile, picks: list[tuple[str, int]], workers, *,
 
     def opts(name):
         return dict(bugs=bugs, tracker_options=tracker_options(parse_scheduler(name).tracker),
-                    applier_options=applier_options)
+                    applier_options=applier_options, on_run=tasks.bump)
 
     for name, w in picks:
         tasks.add(("lag", name, w), f"lag {name} W={w}",
