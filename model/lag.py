@@ -180,7 +180,8 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
         j0 = int(np.argmin(np.arange(k + 1) - rate * arrive[:k + 1]))
         count, span = k - j0 + 1, float(arrive[k] - arrive[j0])
         at = times.clock(float(source[j0]))
-        wrote = (f"{count:,} transactions in {human_seconds(span * s)} from {at} "
+        since = f"the trace's start at {at}" if j0 == 0 else at
+        wrote = (f"{count:,} transactions in {human_seconds(span * s)} from {since} "
                  f"({_rate(count / (span * s))} txn/s)" if span > 0 else
                  f"{count:,} transactions at once at {at}")
         out.update(kind="burst", burst_from=at, burst_transactions=count,
@@ -327,12 +328,12 @@ def behind_words(r: dict) -> str:
     if r["keeps_up"]:
         return f"it lags at most {human_seconds(r['max_lag_s'])} ({r['max_lag_at']}){why}"
     text = (f"its lag grows without bound: {human_seconds(r['max_lag_s'])} behind at worst "
-            f"over the trace ({r['max_lag_at']}){why}")
+            f"over the trace ({r['max_lag_at']})")
     growth = r.get("lag_growth_per_lap_s")
     if growth is not None and growth > 0:
         text += (f", then {human_seconds(growth)} more every {human_seconds(r['lap_s'])} of "
                  f"this pace")
-    return text
+    return text + (f"; the worst lag over the trace is{why.removeprefix(',')}" if why else "")
 
 
 def verdict(r: dict) -> str:
