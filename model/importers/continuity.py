@@ -46,41 +46,47 @@ def stream_of(gtid: str | None) -> tuple[str, int] | None:
 
 @dataclass
 class Continuity:
-    """Fed every transaction in order (`add`), with the input file it came from."""
-    last: dict = field(default_factory=dict)    # stream -> (number, gtid, file index, path)
+    """Fed every transaction in order (`add`), with the input file it came from. Per
+    transaction only the GTID's stream is split off (a million a second); numbers are read
+    at each file's first transaction of a stream and of the file before's last."""
+    last: dict = field(default_factory=dict)     # stream -> (gtid, path) before this file
+    current: dict = field(default_factory=dict)  # stream -> last gtid in this file
     file: int | None = None
-    seen_in_file: set = field(default_factory=set)
+    path: str = ""
     gaps: list[str] = field(default_factory=list)
     gtids: bool = False
 
     def add(self, gtid: str | None, file: int, path: str) -> None:
         if file != self.file:
-            self.file, self.seen_in_file = file, set()
-        found = stream_of(gtid)
-        if found is None:
+            for stream, last in self.current.items():
+                self.last[stream] = (last, self.path)
+            self.file, self.path, self.current = file, path, {}
+        if not gtid:
             return
-        self.gtids = True
-        stream, number = found
-        prev = self.last.get(stream)
-        if stream not in self.seen_in_file:
-            self.seen_in_file.add(stream)
-            if prev is not None and prev[2] != file:
-                self._check(stream, number, gtid, path, prev)
-        self.last[stream] = (number, gtid, file, path)
+        stream = gtid.rpartition(":")[0] if ":" in gtid else gtid.partition("-")[0]
+        if stream not in self.current:
+            self.gtids = True
+            prev = self.last.get(stream)
+            if prev is not None:
+                self._check(stream, gtid, path, *prev)
+        self.current[stream] = gtid
 
-    def _check(self, stream: str, number: int, gtid: str, path: str, prev: tuple) -> None:
-        p_number, p_gtid, _, p_path = prev
-        before = os.path.basename(p_path)
+    def _check(self, stream: str, gtid: str, path: str, p_gtid: str, p_path: str) -> None:
+        found, before = stream_of(gtid), stream_of(p_gtid)
+        if found is None or before is None:
+            return
+        number, p_number = found[1], before[1]
+        name = os.path.basename(p_path)
         if number <= p_number:
             twice = " (the same file given twice?)" if number == p_number else ""
-            where = "the file before it" if p_path == path else before
+            where = "the file before it" if p_path == path else name
             raise TraceError(path, None, f"binlog files out of order: this file's GTID "
                                          f"{gtid} is not after {p_gtid}, where {where} "
                                          f"ended{twice}; give the files in the order the "
                                          f"server wrote them")
         if number > p_number + 1:
             missing = number - p_number - 1
-            self.gaps.append(f"{path}: starts at GTID {gtid}, but {before} ended at {p_gtid}: "
+            self.gaps.append(f"{path}: starts at GTID {gtid}, but {name} ended at {p_gtid}: "
                              f"{missing:,} transaction{'s' if missing > 1 else ''} of stream "
                              f"{stream} between them {'are' if missing > 1 else 'is'} not in "
                              f"the files given (a binlog file left out, or purged?); the "
