@@ -252,10 +252,13 @@ def add_subcommands(sub, add_model_options) -> None:
     p.add_argument("--json", action="store_true",
                    help="a JSON list, one object per (scheduler, workers): scheduler, "
                         "workers, keeps_up, headroom (headroom_is_bound: the search's limit), "
-                        "max_lag_s, max_lag_at, p50/p99/mean_lag_s, lag_growth_per_lap_s, "
+                        "max_lag_s, max_lag_at, max_lag_cause (kind: delivery_delay, "
+                        "big_transaction, burst, low_parallelism or heavy_stretch; text; the "
+                        "figures read), p50/p99/mean_lag_s, lag_growth_per_lap_s, "
                         "lap_s, apply_rate and write_rate (txn/s), straight_line_headroom, "
                         "lag_over_time ([source s, lag s] pairs), notes; with --backlog also "
-                        "backlog_s, drain_s (null when it never drains), drain_note, "
+                        "backlog_s, backlog_at_s and backlog_at (when the stop begins, UTC), "
+                        "drain_s (null when it never drains), drain_note, "
                         "straight_line_drain_s. Times in seconds")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.add_argument("--quiet", action="store_true", help="no progress line")
