@@ -76,12 +76,12 @@ class Continuity:
         if found is None or before is None:
             return
         number, p_number = found[1], before[1]
-        name = os.path.basename(p_path)
+        name = ("the binlog file before it in this input" if p_path == path
+                else os.path.basename(p_path))
         if number <= p_number:
             twice = " (the same file given twice?)" if number == p_number else ""
-            where = "the file before it" if p_path == path else name
             raise TraceError(path, None, f"binlog files out of order: this file's GTID "
-                                         f"{gtid} is not after {p_gtid}, where {where} "
+                                         f"{gtid} is not after {p_gtid}, where {name} "
                                          f"ended{twice}; give the files in the order the "
                                          f"server wrote them")
         if number > p_number + 1:
