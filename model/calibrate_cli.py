@@ -61,6 +61,8 @@ def cmd_calibrate(args) -> int:
     progress = Progress(args.quiet, started=time.monotonic())
     try:
         if args.replica is not None:
+            if args.probe:
+                _check_probe_privileges(parse_url(args.replica))
             windows = _record_windows(args, parse_url(args.replica), progress)
             labels = ([f"window 1 ({windows[0].started_utc})"] if len(windows) == 1 else
                       [f"window {i + 1} ({w.started_utc})" for i, w in enumerate(windows)])
@@ -129,6 +131,17 @@ def _windows_txns(args, windows) -> list:
     if len(windows) == 1:
         return [txns]
     return [window_txns(w, txns) for w in windows]
+
+
+def _check_probe_privileges(address) -> None:
+    """Refuse a --probe the user's privileges cannot make before the window is recorded (the
+    server would refuse STOP SLAVE only at --probe-at, after that much sampling)."""
+    from .replica_live import check_probe_privileges, connect
+    conn = connect(address)
+    try:
+        check_probe_privileges(conn)
+    finally:
+        conn.close()
 
 
 def _window_txns(args, window) -> list:
@@ -272,7 +285,9 @@ def add_subcommands(sub, add_model_options) -> None:
                    help="seconds between samples (default 0.05)")
     p.add_argument("--probe", type=_seconds, metavar="DURATION",
                    help="stop the SQL thread this long, then time the catch-up (explicit; "
-                        "never the default)")
+                        "never the default). Needs REPLICATION SLAVE ADMIN (MariaDB 10.5.2 on; "
+                        "SUPER too before 11.0.1) or REPLICATION_SLAVE_ADMIN / SUPER (MySQL): "
+                        "checked before the window starts")
     p.add_argument("--probe-at", type=_seconds, default=5.0, metavar="DURATION",
                    help="when the probe starts, into the window (default 5s)")
     p.add_argument("--repeat", type=_positive_int, default=1, metavar="N",

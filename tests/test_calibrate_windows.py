@@ -195,6 +195,8 @@ def test_repeat_records_several_windows_in_one_file(tmp_path, monkeypatch, capsy
         calls.append(kw)
         return next(made)
     monkeypatch.setattr(cr, "record", fake_record)
+    import commitsched.calibrate_cli as cc
+    monkeypatch.setattr(cc, "_check_probe_privileges", lambda address: None)
     path = tmp_path / "ws.json"
     assert main(["calibrate", "--replica", "mysql://dba@127.0.0.1:1", "--repeat", "3",
                  "--window", "10s", "--probe", "2s", "--probe-at", "1s", "--every", "0",
