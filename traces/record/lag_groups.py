@@ -93,10 +93,14 @@ def drained_txns(run_dir: str, meta: dict) -> int | None:
     import numpy as np
     from commitsched.lag_measure import caught_up_at
     start = meta.get("events", {}).get("start")
+    import gzip
     path = os.path.join(run_dir, "samples.csv")
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        path += ".gz"                        # campaign I on: compressed after measuring
     if start is None or not os.path.exists(path):
         return None
-    with open(path, newline="") as f:
+    with (gzip.open(path, "rt", newline="") if path.endswith(".gz")
+          else open(path, newline="")) as f:
         rows = list(csv.reader(f))[1:]
     t = np.asarray([float(r[0]) for r in rows])
     p = np.asarray([int(r[1]) for r in rows])
