@@ -55,6 +55,8 @@ def cmd_calibrate(args) -> int:
     progress = Progress(args.quiet, started=time.monotonic())
     try:
         if args.replica is not None:
+            if args.probe:
+                _check_probe_privileges(parse_url(args.replica))
             window = record(parse_url(args.replica), window=args.window, interval=args.interval,
                             probe=args.probe, probe_at=args.probe_at, fsync=args.fsync_ms,
                             cores=args.cores, progress=progress)
@@ -81,6 +83,17 @@ def cmd_calibrate(args) -> int:
     _emit(json.dumps({"profiles": [profile.to_json()]}, indent=1) + "\n", args.output)
     _emit(summary(result, window, profile, args.output), None)
     return 0
+
+
+def _check_probe_privileges(address) -> None:
+    """Refuse a --probe the user's privileges cannot make before the window is recorded (the
+    server would refuse STOP SLAVE only at --probe-at, after that much sampling)."""
+    from .replica_live import check_probe_privileges, connect
+    conn = connect(address)
+    try:
+        check_probe_privileges(conn)
+    finally:
+        conn.close()
 
 
 def _window_txns(args, window) -> list:
@@ -179,7 +192,9 @@ def add_subcommands(sub, add_model_options) -> None:
                    help="seconds between samples (default 0.05)")
     p.add_argument("--probe", type=_seconds, metavar="DURATION",
                    help="stop the SQL thread this long, then time the catch-up (explicit; "
-                        "never the default)")
+                        "never the default). Needs REPLICATION SLAVE ADMIN (MariaDB 10.5.2 on; "
+                        "SUPER too before 11.0.1) or REPLICATION_SLAVE_ADMIN / SUPER (MySQL): "
+                        "checked before the window starts")
     p.add_argument("--probe-at", type=_seconds, default=5.0, metavar="DURATION",
                    help="when the probe starts, into the window (default 5s)")
     p.add_argument("--base", metavar="PROFILE",

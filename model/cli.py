@@ -477,13 +477,21 @@ def _add_mysql_option(p: argparse.ArgumentParser) -> None:
                         "the version of a 'MySQL x.y.z' server in the trace header, else none")
 
 
+BINLOG_ORDER_HELP = ("Several binlog files must be given in the order the server wrote "
+                     "them: files whose GTIDs go back (out of order, or one given twice) are "
+                     "refused; transactions missing between two files (a GTID gap) are a "
+                     "warning, kept in the trace's header. Without GTIDs the file names "
+                     "(binlog.000042, .000043) are read instead, as a warning only.")
+
+
 def _add_input_arguments(p: argparse.ArgumentParser) -> None:
     """score's and report's input: a trace, or binlogs imported on the fly (model/inputs.py)."""
     p.add_argument("trace", nargs="+", metavar="INPUT",
                    help="a trace (.jsonl or .jsonl.gz), or binlog files in order, as `import` "
                         "takes them (binary MySQL 8 / MariaDB binlogs, or mysqlbinlog/"
                         "mariadb-binlog -vv text): imported once into a temporary trace, "
-                        "removed at the end; the results are those of import, then this command")
+                        "removed at the end; the results are those of import, then this "
+                        "command. " + BINLOG_ORDER_HELP)
     g = p.add_argument_group("binlog inputs (as for `commitsched import`)")
     g.add_argument("--schema", action="append", metavar="SQL",
                    help="table definitions (mysqldump --no-data output); repeatable")
@@ -614,7 +622,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "directly, docs/import.md) or `mariadb-binlog`/`mysqlbinlog "
                                    "-vv --base64-output=decode-rows` text, in order, and write "
                                    "a trace.")
-    i.add_argument("binlog", nargs="+", help="binlog text file(s) (or binary binlogs), in order")
+    i.add_argument("binlog", nargs="+", help="binlog text file(s) (or binary binlogs), in "
+                                             "order. " + BINLOG_ORDER_HELP)
     i.add_argument("-o", "--output", required=True)
     i.add_argument("--schema", action="append", metavar="SQL",
                    help="table definitions (mysqldump --no-data output); repeatable")

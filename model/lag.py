@@ -7,6 +7,7 @@ backlog the drain time, each beside the straight-line extrapolation DBAs use tod
 """
 from __future__ import annotations
 
+import itertools
 import re
 import textwrap
 from typing import Callable, Sequence
@@ -44,15 +45,15 @@ def parse_duration(text: str) -> float:
 def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, profile, *,
             backlog: float | None = None, backlog_at: float = 0.0, delay: float = 0.0,
             bugs=frozenset(), tracker_options: dict | None = None,
-            applier_options: dict | None = None) -> dict:
+            applier_options: dict | None = None, on_run: Callable | None = None) -> dict:
     """The replay's answers for one (scheduler, W); times in seconds. Raises SchedulerError
-    (the trace cannot feed the scheduler) or Deadlock."""
+    (the trace cannot feed the scheduler) or Deadlock. `on_run`: told of each replay."""
     rep = Replayer(txns, times, scheduler, workers, profile, delay=delay * PER_SECOND, bugs=bugs,
                    tracker_options=dict(tracker_options or {}),
-                   applier_options=dict(applier_options or {}))
+                   applier_options=dict(applier_options or {}), on_run=on_run)
     n = times.count
     closed = rep.closed_makespan()
-    two = rep.replay(1.0, laps=2)
+    two = rep.replay(1.0, laps=2, detail=True)
     keeps_up = rep.keeps_up(1.0, two)
     headroom, bound = rep.headroom(keeps_up)
     first = two.lag[:n]
@@ -85,6 +86,7 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
                                    else round(apply_rate / write_rate, 3)),
         "lag_over_time": [[round(t / PER_SECOND, 6), round(v / PER_SECOND, 6)]
                           for t, v in lag_over_time(two, n)],
+        "max_lag_cause": worst_lag_cause(two, n, times, txns, closed, delay * PER_SECOND),
     }
     if backlog is not None:
         drain, why = rep.drain(backlog * PER_SECOND, backlog_at * PER_SECOND, headroom)
@@ -94,6 +96,126 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
             out["drain_note"] = why
         out["straight_line_drain_s"] = straight_line_drain(backlog, apply_rate, write_rate)
     out["simulations"] = rep.runs
+    return out
+
+
+def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: float,
+                    delay: float = 0.0) -> dict:
+    """Why the first lap's worst lag is what it is, read from the replay itself (docs/lag.md,
+    "Why the worst lag"): what it waited for between its arrival and its commit, and what had
+    arrived before it. Times in µs inside, seconds out.
+
+    The lag L of the worst transaction k is its delivery delay plus its wait D (arrival to
+    commit). D is cut at every commit in it: each stretch between one commit and the next is
+    credited to the transaction whose commit ends it, so the stretches sum to D.
+    - `delivery_delay`: the delay is most of L.
+    - `big_transaction`: one stretch is most of D and is mostly that transaction's own
+      execution: the replica committed nothing else while it ran (k itself, or one ahead).
+    - otherwise k queued behind Q transactions that had arrived and were not yet applied. At
+      the replica's usual rate (the closed backlog's, n / its makespan) they take Q / rate:
+      that much of D is the queue (`burst`: more arrived than the replica clears, from the
+      start of the excess, the running minimum of j - rate * arrival_j); the rest is the
+      queue applied slower than usual: `low_parallelism` when their mean execution time
+      explains less of the slowdown than the fall in how many ran at once, else
+      `heavy_stretch`."""
+    source = lap.source[:n]
+    commit = lap.commit[:n]
+    execs = lap.exec[:n]
+    arrive = source + delay
+    lag = commit - source
+    k = int(np.argmax(lag))
+    total, wait = float(lag[k]), float(commit[k] - arrive[k])
+    ahead = np.flatnonzero(commit[:k] > arrive[k])
+    rate = n / closed if closed > 0 else None                # transactions per µs
+    s = 1 / PER_SECOND
+    out = {"seq": times.first_seq + k, "lag_s": round(total * s, 6),
+           "delivery_delay_s": round((total - wait) * s, 6), "wait_s": round(wait * s, 6),
+           "queued_behind": int(ahead.size)}
+    if total <= 0:
+        out.update(kind="none", text="no transaction lags")
+        return out
+    if total - wait >= total / 2:
+        out.update(kind="delivery_delay",
+                   text=f"the delivery delay: {human_seconds((total - wait) * s)} of "
+                        f"{human_seconds(total * s)} pass before it reaches the relay log "
+                        f"(--delay)")
+        return out
+    # the commits within its wait, in time order, each ending a stretch
+    members = np.append(ahead, k)
+    ends = commit[members]
+    keep = ends <= commit[k]
+    members, ends = members[keep], ends[keep]
+    order = np.argsort(ends, kind="stable")
+    members, ends = members[order], ends[order]
+    stretches = np.diff(np.concatenate(([arrive[k]], ends)))
+    worst = int(np.argmax(stretches)) if stretches.size else 0
+    stall, m = (float(stretches[worst]), int(members[worst])) if stretches.size else (0.0, k)
+    if wait > 0 and stall >= wait / 2 and float(execs[m]) >= stall / 2:
+        txn = next(itertools.islice(txns(), m, None))
+        median = float(np.median(execs))
+        size = ", ".join(x for x in (
+            f"GTID {txn.gtid}" if txn.gtid else "",
+            f"{txn.rows:,} rows" if getattr(txn, "rows", None) is not None else "",
+            f"{txn.bytes / 1e6:.1f} MB" if getattr(txn, "bytes", None) else "") if x)
+        times_median = (f", {execs[m] / median:,.0f}x the median transaction's"
+                        if median > 0 and execs[m] >= 2 * median else "")
+        who = (f"seq {times.first_seq + m}" + (f" ({size})" if size else ""))
+        text = (f"one big transaction: {who} executes for "
+                f"{human_seconds(float(execs[m]) * s)}{times_median}")
+        text += (", its own apply" if m == k else
+                 f"; it waited behind it: the replica committed nothing for "
+                 f"{human_seconds(stall * s)} of its {human_seconds(wait * s)} wait")
+        out.update(kind="big_transaction", text=text, big_seq=times.first_seq + m,
+                   big_gtid=txn.gtid, big_rows=getattr(txn, "rows", None),
+                   big_bytes=getattr(txn, "bytes", None),
+                   big_exec_s=round(float(execs[m]) * s, 6),
+                   median_exec_s=round(median * s, 6), stall_s=round(stall * s, 6))
+        return out
+    queue = min(wait, ahead.size / rate) if rate else 0.0
+    slow = wait - queue
+    out.update(queue_s=round(queue * s, 6), slower_than_usual_s=round(slow * s, 6),
+               apply_rate=None if rate is None else round(rate * PER_SECOND, 3))
+    if queue >= slow:
+        # the excess began where j - rate * arrival_j was lowest before k
+        j0 = int(np.argmin(np.arange(k + 1) - rate * arrive[:k + 1]))
+        count, span = k - j0 + 1, float(arrive[k] - arrive[j0])
+        at = times.clock(float(source[j0]))
+        since = f"the trace's start at {at}" if j0 == 0 else at
+        wrote = (f"{count:,} transactions in {human_seconds(span * s)} from {since} "
+                 f"({_rate(count / (span * s))} txn/s)" if span > 0 else
+                 f"{count:,} transactions at once at {at}")
+        out.update(kind="burst", burst_from=at, burst_transactions=count,
+                   burst_s=round(span * s, 6),
+                   burst_rate=None if span <= 0 else round(count / (span * s), 3),
+                   text=f"a burst: the source wrote {wrote}, faster than the "
+                        f"{_rate(rate * PER_SECOND)} txn/s this replica applies; "
+                        f"{ahead.size:,} were still queued ahead of it when it arrived")
+        return out
+    count = members.size
+    applied = count / wait                                     # per µs
+    mean_exec, usual_exec = float(execs[members].mean()), float(execs.mean())
+    weight = mean_exec / usual_exec if usual_exec > 0 else 1.0
+    shortfall = rate / applied
+    at = times.clock(float(source[members[0]]))
+    par, usual_par = float(execs[members].sum()) / wait, float(execs.sum()) / closed
+    out.update(stretch_from=at, stretch_transactions=int(count),
+               stretch_rate=round(applied * PER_SECOND, 3),
+               stretch_parallelism=round(par, 3), usual_parallelism=round(usual_par, 3),
+               stretch_mean_exec_s=round(mean_exec * s, 6),
+               usual_mean_exec_s=round(usual_exec * s, 6))
+    said = (f"the {count:,} transactions it queued behind (from {at}) committed at "
+            f"{_rate(applied * PER_SECOND)} txn/s, against the {_rate(rate * PER_SECOND)} "
+            f"txn/s this replica applies the whole trace")
+    if weight * weight >= shortfall:
+        out.update(kind="heavy_stretch",
+                   text=f"a stretch of heavy transactions: {said}; they execute for "
+                        f"{human_seconds(mean_exec * s)} on average, against "
+                        f"{human_seconds(usual_exec * s)} over the trace")
+    else:
+        out.update(kind="low_parallelism",
+                   text=f"a low-parallelism stretch: {said}; {par:.1f} of them ran at once "
+                        f"on average, against {usual_par:.1f} over the trace (they depend on "
+                        f"each other)")
     return out
 
 
@@ -113,18 +235,25 @@ def lag_sweep(trace, times: SourceTimes, schedulers: Sequence[str], workers: Seq
               **kwargs) -> list[dict]:
     """`lag_one` for every (scheduler, W) (`serial` once), `jobs` at a time; a scheduler the
     trace cannot feed is skipped with a note when `skip_unfit`, else SchedulerError."""
-    from .progress import note_of, tick_of
+    from .progress import SharedCount, note_of
     from .scoring import fork_map
     tracker_options = kwargs.pop("tracker_options", lambda t: {})
     runs = [(name, w) for name in schedulers
             for w in ([1] if parse_scheduler(name).is_serial else workers)]
+    finished = [0, runs[0] if runs else None]      # configurations done, the next one
+    # each configuration is a dozen replays or more (two laps, the headroom bisection, a
+    # drain): counted as they end, so that the line moves within a long configuration
+    replays = SharedCount(progress, lambda count: (
+        f"{finished[0]}/{len(runs)} configurations done, {count:,} replays so far"
+        + (f" ({finished[1][0]} W={finished[1][1]} next)" if finished[0] == 0 and finished[1]
+           else "")))
 
     def work(item):
         name, w = item
         try:
             return "ok", lag_one(trace.txns, times, name, w, profile,
                                  tracker_options=tracker_options(parse_scheduler(name).tracker),
-                                 **kwargs)
+                                 on_run=replays.bump, **kwargs)
         except SchedulerError as e:
             return "unfit", str(e)
         except Deadlock as e:
@@ -133,10 +262,12 @@ def lag_sweep(trace, times: SourceTimes, schedulers: Sequence[str], workers: Seq
     results, unfit = [], set()
     # said before the first replay ends: on a large trace that is minutes
     if runs:
-        progress(f"0/{len(runs)} replays done ({runs[0][0]} W={runs[0][1]} first)")
+        progress(replays.text_of(0))
     for i, ((name, w), (kind, value)) in enumerate(zip(runs, fork_map(work, runs, jobs,
-                                                                      tick_of(progress)))):
-        progress(f"{i + 1}/{len(runs)} replays done ({name} W={w})")
+                                                                      replays.show))):
+        finished[0] = i + 1
+        progress(f"{i + 1}/{len(runs)} configurations done ({name} W={w}), "
+                 f"{replays.count:,} replays so far")
         if name in unfit:
             continue
         if kind == "unfit":
@@ -184,18 +315,25 @@ def headroom_words(r: dict) -> str:
     return f"{r['headroom']:.2f}x"
 
 
+def cause_words(r: dict) -> str:
+    """The worst lag's cause as a clause (`worst_lag_cause`), or nothing."""
+    cause = r.get("max_lag_cause")
+    return f", from {cause['text']}" if cause and cause.get("kind") != "none" else ""
+
+
 def behind_words(r: dict) -> str:
     """How the lag goes, in words: its maximum when it stays bounded; when it grows, how much
     further behind each pass of the trace leaves the replica."""
+    why = cause_words(r)
     if r["keeps_up"]:
-        return f"it lags at most {human_seconds(r['max_lag_s'])} ({r['max_lag_at']})"
+        return f"it lags at most {human_seconds(r['max_lag_s'])} ({r['max_lag_at']}){why}"
     text = (f"its lag grows without bound: {human_seconds(r['max_lag_s'])} behind at worst "
             f"over the trace ({r['max_lag_at']})")
     growth = r.get("lag_growth_per_lap_s")
     if growth is not None and growth > 0:
         text += (f", then {human_seconds(growth)} more every {human_seconds(r['lap_s'])} of "
                  f"this pace")
-    return text
+    return text + (f"; the worst lag over the trace is{why.removeprefix(',')}" if why else "")
 
 
 def verdict(r: dict) -> str:

@@ -3,8 +3,11 @@ or binlogs as they arrived: keeps up, headroom, lag, drain time (docs/lag.md).""
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import re
 import time
+from dataclasses import dataclass
 
 
 def _duration(text: str) -> float:
@@ -13,6 +16,96 @@ def _duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d+)?))?$")
+ZONE_NOTE = ("read as UTC, the zone of the binlog's timestamps and of every time lag prints, "
+             "unless an ISO date-time carries its own offset")
+
+
+@dataclass(frozen=True)
+class ClockTime:
+    """A `--backlog-at` given as a time of day (HH:MM[:SS], UTC) or an ISO date-time
+    (UTC unless it carries an offset): turned into seconds from the trace's first commit once
+    the trace's times are known (`backlog_offset`)."""
+    text: str
+    time_of_day: datetime.time | None = None
+    moment: datetime.datetime | None = None
+    zoned: bool = False              # the ISO date-time carried its own offset
+
+
+def _when(text: str) -> float | ClockTime:
+    """`--backlog-at`: a duration from the trace's start, a time of day, or an ISO date-time."""
+    t = text.strip()
+    m = _CLOCK.match(t)
+    if m:
+        h, mi, sec = int(m.group(1)), int(m.group(2)), float(m.group(3) or 0)
+        if h > 23 or mi > 59 or sec >= 60:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a time of day (HH:MM[:SS])")
+        whole = int(sec)
+        return ClockTime(t, time_of_day=datetime.time(h, mi, whole,
+                                                      round((sec - whole) * 1e6)))
+    if re.match(r"^\d{4}-\d{2}-\d{2}", t):
+        try:
+            moment = datetime.datetime.fromisoformat(t)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not an ISO date-time (e.g. 2026-11-27T02:10 or "
+                f"2026-11-27 02:10:30+01:00)") from None
+        zoned = moment.tzinfo is not None
+        if not zoned:
+            moment = moment.replace(tzinfo=datetime.timezone.utc)
+        return ClockTime(t, moment=moment, zoned=zoned)
+    try:
+        return _duration(t)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected an offset from the trace's first commit (90s, 2h30m), a time of day "
+            f"(02:10, 02:10:30; UTC) or an ISO date-time (2026-11-27T02:10), got {text!r}"
+        ) from None
+
+
+def backlog_offset(at: float | ClockTime, times) -> tuple[float, str | None]:
+    """(seconds from the trace's first commit, a note saying which instant a clock time was
+    read as) for `--backlog-at`; UsageError for a clock time the binlog does not hold, one
+    that falls on several of its days, or a trace whose times are not clock times."""
+    from .cli import UsageError
+    from .metrics import PER_SECOND
+    if not isinstance(at, ClockTime):
+        return at, None
+    if times.epoch is None:
+        raise UsageError(f"lag: --backlog-at {at.text}: this trace's commit times count from "
+                         f"its start, not clock times; give an offset from its first commit "
+                         f"(e.g. 2h)")
+    utc = datetime.timezone.utc
+    start = datetime.datetime.fromtimestamp(times.epoch, utc)
+    end = datetime.datetime.fromtimestamp(times.epoch + times.period / PER_SECOND, utc)
+    span = (f"its commits run from {start:%Y-%m-%d %H:%M:%S} to {end:%Y-%m-%d %H:%M:%S} UTC"
+            f" ({ZONE_NOTE})")
+    if at.moment is not None:
+        candidates = [at.moment] if start <= at.moment <= end else []
+    else:
+        candidates = []
+        day = start.date()
+        while day <= end.date():
+            moment = datetime.datetime.combine(day, at.time_of_day, utc)
+            if start <= moment <= end:
+                candidates.append(moment)
+            day += datetime.timedelta(days=1)
+    if not candidates:
+        raise UsageError(f"lag: --backlog-at {at.text} is not in the binlog: {span}")
+    if len(candidates) > 1:
+        days = ", ".join(f"{c:%Y-%m-%d}" for c in candidates)
+        raise UsageError(f"lag: --backlog-at {at.text} falls on {len(candidates)} days of the "
+                         f"binlog ({days}): give the date too, e.g. "
+                         f"{candidates[-1]:%Y-%m-%dT%H:%M}")
+    moment = candidates[0]
+    offset = (moment - start).total_seconds()
+    from .lag import human_seconds
+    how = "its offset turned into UTC" if at.zoned else ZONE_NOTE
+    return offset, (f"the SQL thread stops at {moment.astimezone(utc):%Y-%m-%d %H:%M:%S} UTC "
+                    f"(--backlog-at {at.text}, {how}), "
+                    f"{human_seconds(offset)} after the trace's first commit")
 
 
 def cmd_lag(args) -> int:
@@ -66,8 +159,15 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
     held = times.held_back_note()
     if held:
         notes.append(held)
-    if args.backlog is not None and args.backlog_at + args.backlog > times.period / PER_SECOND:
-        notes.append(f"the stop (--backlog-at {args.backlog_at:g} s + --backlog "
+    # transactions missing between the binlog files given (import's warning, continuity.py)
+    notes += list(getattr(inp.stats, "file_gaps", None) or ())
+    backlog_at = 0.0
+    if args.backlog is not None:
+        backlog_at, said = backlog_offset(args.backlog_at, times)
+        if said:
+            notes.append(said)
+    if args.backlog is not None and backlog_at + args.backlog > times.period / PER_SECOND:
+        notes.append(f"the stop (--backlog-at {backlog_at:g} s + --backlog "
                      f"{args.backlog:g} s) goes past the trace's end "
                      f"({times.period / PER_SECOND:g} s): the trace's pace is taken to repeat "
                      f"through it")
@@ -77,11 +177,15 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
     unmeasured = profile.unmeasured()
     results = lag_sweep(trace, times, schedulers, args.workers, profile, jobs=args.jobs,
                         progress=progress, skip_unfit=not args.scheduler,
-                        backlog=args.backlog, backlog_at=args.backlog_at, delay=args.delay,
+                        backlog=args.backlog, backlog_at=backlog_at, delay=args.delay,
                         bugs=bugs, tracker_options=lambda t: _tracker_options(args, t),
                         applier_options=_applier_options(args))
     progress.done()
     for r in results:
+        if args.backlog is not None and "error" not in r:
+            # the stop's start, as an offset and as the instant it is (UTC)
+            r["backlog_at_s"] = round(backlog_at, 6)
+            r["backlog_at"] = times.clock(backlog_at * PER_SECOND)
         r["timestamps"] = "spread over each second" if times.whole_seconds else "µs"
         r["notes"] = notes
         if unmeasured:
@@ -124,8 +228,13 @@ def add_subcommands(sub, add_model_options) -> None:
     p.add_argument("--backlog", type=_duration, metavar="DURATION",
                    help="also the drain time after the replica's SQL thread was stopped this "
                         "long (source time, e.g. 90s, 3h, 2h30m), writes going on meanwhile")
-    p.add_argument("--backlog-at", type=_duration, default=0.0, metavar="DURATION",
-                   help="when the stop begins, from the trace's first commit (default 0)")
+    p.add_argument("--backlog-at", type=_when, default=0.0, metavar="WHEN",
+                   help="when the stop begins: an offset from the trace's first commit (2h, "
+                        "90s; default 0), a time of day (02:10, 02:10:30) or an ISO date-time "
+                        "(2026-11-27T02:10, or with its offset: ...T03:10+01:00). Clock times "
+                        "are UTC, the zone of the binlog's timestamps and of every time lag "
+                        "prints; one the binlog does not hold, or a time of day on several of "
+                        "its days, is refused")
     p.add_argument("--delay", type=_duration, default=0.0, metavar="DURATION",
                    help="delivery delay: each transaction reaches the relay log this long after "
                         "its source commit (default 0); lags include it")
@@ -143,10 +252,13 @@ def add_subcommands(sub, add_model_options) -> None:
     p.add_argument("--json", action="store_true",
                    help="a JSON list, one object per (scheduler, workers): scheduler, "
                         "workers, keeps_up, headroom (headroom_is_bound: the search's limit), "
-                        "max_lag_s, max_lag_at, p50/p99/mean_lag_s, lag_growth_per_lap_s, "
+                        "max_lag_s, max_lag_at, max_lag_cause (kind: delivery_delay, "
+                        "big_transaction, burst, low_parallelism or heavy_stretch; text; the "
+                        "figures read), p50/p99/mean_lag_s, lag_growth_per_lap_s, "
                         "lap_s, apply_rate and write_rate (txn/s), straight_line_headroom, "
                         "lag_over_time ([source s, lag s] pairs), notes; with --backlog also "
-                        "backlog_s, drain_s (null when it never drains), drain_note, "
+                        "backlog_s, backlog_at_s and backlog_at (when the stop begins, UTC), "
+                        "drain_s (null when it never drains), drain_note, "
                         "straight_line_drain_s. Times in seconds")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.add_argument("--quiet", action="store_true", help="no progress line")

@@ -50,6 +50,12 @@ class Progress:
                           self.clock() - self.drawn_at >= TICK_SECONDS):
             self._draw()
 
+    def update(self, text: str) -> None:
+        """Say `text`, drawn at the next tick's pace (about once a second), not at once: for
+        counts that move many times a second."""
+        self.text = text
+        self.tick()
+
     def note(self, text: str) -> None:
         """A line that stays (a warning), printed whether or not the progress line is shown;
         the progress line, if shown, is cleared first and drawn again after it."""
@@ -105,3 +111,37 @@ def note_of(progress) -> Callable[[str], None]:
 def tick_of(progress) -> Callable[[], None]:
     """`progress.tick`, or nothing to do for a plain callable (a test's, a library caller's)."""
     return getattr(progress, "tick", None) or (lambda: None)
+
+
+class SharedCount:
+    """A count of work done inside a long step (the replays of a `lag` configuration: its
+    laps, headroom bisection and drain), kept in shared memory made before the work is forked
+    (scoring.fork_map), so that the parent's progress line moves while a configuration runs,
+    not only when it ends. `bump()` in any process; `show()` (the parent's tick) redraws the
+    line with `text_of(count)`, at most about once a second."""
+
+    def __init__(self, progress, text_of: Callable[[int], str]):
+        import multiprocessing as mp
+        import os
+        self.value = mp.get_context("fork").Value("q", 0) if "fork" in \
+            mp.get_all_start_methods() else mp.Value("q", 0)
+        self.progress, self.text_of, self.pid = progress, text_of, os.getpid()
+
+    @property
+    def count(self) -> int:
+        return self.value.value
+
+    def bump(self) -> None:
+        import os
+        with self.value.get_lock():
+            self.value.value += 1
+        if os.getpid() == self.pid:          # in a forked worker the parent's tick shows it
+            self.show()
+
+    def show(self) -> None:
+        text = self.text_of(self.count)
+        update = getattr(self.progress, "update", None)
+        if update is not None:
+            update(text)
+        else:
+            self.progress(text)

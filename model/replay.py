@@ -231,6 +231,7 @@ class Lap:
     source: np.ndarray       # source commit time at this pace
     dispatch: np.ndarray
     commit: np.ndarray
+    exec: np.ndarray | None = None   # each one's execution time (`replay(detail=True)`)
 
     @property
     def lag(self) -> np.ndarray:
@@ -250,9 +251,15 @@ class Replayer:
     tracker_options: dict = field(default_factory=dict)
     applier_options: dict = field(default_factory=dict)
     runs: int = 0                    # simulations made (for progress and tests)
+    on_run: Callable[[], None] | None = None     # told of each simulation (a progress line)
     _closed: float | None = None
     _times: np.ndarray | None = None     # times.times as an array, made once
     _lapped: tuple | None = None         # (laps, columns) of the last lapped trace the core ran
+
+    def _ran(self) -> None:
+        self.runs += 1
+        if self.on_run is not None:
+            self.on_run()
 
     def _source(self, pace: float, laps: int) -> np.ndarray:
         """Each position's source commit time over `laps` laps at `pace` (µs)."""
@@ -262,10 +269,11 @@ class Replayer:
                 + np.repeat(np.arange(laps) * self.times.period, self.times.count)) / pace
 
     def replay(self, pace: float = 1.0, laps: int = 1,
-               hold: tuple[int, float] | None = None) -> Lap:
+               hold: tuple[int, float] | None = None, detail: bool = False) -> Lap:
         """One replay of `laps` laps with the source's pace multiplied by `pace`. `hold`
         (position, time): the transactions from that position on are dispatched no earlier than
-        that time (a stopped SQL thread restarted then)."""
+        that time (a stopped SQL thread restarted then). `detail`: keep each transaction's
+        execution time too (what the worst lag's cause reads, model/lag.py)."""
         n, first = self.times.count, self.times.first_seq
         total = n * laps
         source = self._source(pace, laps)
@@ -275,23 +283,27 @@ class Replayer:
             np.maximum(arrive[at:], restart, out=arrive[at:])
         out = self._compiled(laps, arrive)
         if out is not None:
-            self.runs += 1
-            return Lap(source, out["dispatch"], out["commit"])
+            self._ran()
+            return Lap(source, out["dispatch"], out["commit"], out["exec"] if detail else None)
         arrive = arrive.tolist()         # plain floats: the simulators' arithmetic stays fast
         dispatch = [0.0] * total
         commit = [0.0] * total
+        execs = [0.0] * total if detail else None
 
         def sink(run) -> None:
             i = run.seq - first
             dispatch[i] = run.dispatch
             commit[i] = run.commit
+            if execs is not None:
+                execs[i] = run.exec
 
         run_scheduler(self.scheduler, lapped(self.txns, n, laps), self.workers, self.profile,
                       sink, bugs=self.bugs, tracker_options=self.tracker_options,
                       applier_options=self.applier_options,
                       arrival=lambda seq: arrive[seq - first])
-        self.runs += 1
-        return Lap(source, np.asarray(dispatch), np.asarray(commit))
+        self._ran()
+        return Lap(source, np.asarray(dispatch), np.asarray(commit),
+                   None if execs is None else np.asarray(execs))
 
     def _compiled(self, laps: int, arrive: np.ndarray | None, watch=None) -> dict | None:
         """The replay in the compiled core (model/engine.py) when the engine is "compiled", the
@@ -324,7 +336,7 @@ class Replayer:
         if self._closed is None:
             out = self._compiled(1, None)
             if out is not None:
-                self.runs += 1
+                self._ran()
                 self._closed = out["makespan"]
                 return self._closed
             finish = 0.0
@@ -336,7 +348,7 @@ class Replayer:
             run_scheduler(self.scheduler, self.txns(), self.workers, self.profile, sink,
                           bugs=self.bugs, tracker_options=self.tracker_options,
                           applier_options=self.applier_options)
-            self.runs += 1
+            self._ran()
             self._closed = finish
         return self._closed
 
@@ -364,7 +376,7 @@ class Replayer:
         if out is None:
             lag = self.replay(pace, laps=2).lag
             return lag[n - 1], lag[2 * n - 1]
-        self.runs += 1
+        self._ran()
         first, second = out["watched"]
         return first - source[n - 1], second - source[2 * n - 1]
 

@@ -45,7 +45,12 @@ def parse_url(url: str) -> Address:
     try:
         port = u.port or 3306
     except ValueError:
-        raise LiveError(f"{url!r}: the port is not a number") from None
+        # urllib says "out of range" for 99999 and "could not convert" for "x": say which
+        said = u.netloc.rpartition(":")[2]
+        raise LiveError(f"{url!r}: port must be 1-65535, got {said!r}" if said.isdigit() else
+                        f"{url!r}: port must be a number, 1-65535, got {said!r}") from None
+    if u.port == 0:
+        raise LiveError(f"{url!r}: port must be 1-65535, got '0'")
     password = (urllib.parse.unquote(u.password) if u.password is not None
                 else os.environ.get("MYSQL_PWD"))
     return Address(u.hostname or "localhost", port, urllib.parse.unquote(u.username or "root"),
@@ -217,6 +222,63 @@ def sample(conn, flavor: str, seconds: float, interval: float, *, clock=time.tim
         delay = nxt - clock()
         if delay > 0:
             sleep(delay)
+
+
+_GLOBAL_GRANT = re.compile(r"^GRANT (.+?) ON \*\.\* TO ", re.I)
+_ROLE_GRANT = re.compile(r"^GRANT (?!.* ON ).+ TO ", re.I)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
+    return tuple(int(x) for x in m.groups()) if m else (0, 0, 0)
+
+
+def probe_privileges(version: str) -> tuple[str, ...]:
+    """The global privileges any one of which lets a user stop and start the SQL thread
+    (`STOP SLAVE SQL_THREAD`) on this server version: MariaDB split REPLICATION SLAVE ADMIN off
+    SUPER in 10.5.2 and SUPER stopped implying it in 11.0.1 (MDEV-29668); MySQL 8.0 added the
+    dynamic REPLICATION_SLAVE_ADMIN beside SUPER."""
+    v = _version_tuple(version)
+    if "mariadb" in version.lower():
+        if v < (10, 5, 2):
+            return ("SUPER",)
+        names = ("REPLICATION SLAVE ADMIN", "REPLICATION REPLICA ADMIN")
+        return names if v >= (11, 0, 1) else names + ("SUPER",)
+    return ("SUPER",) if v < (8, 0, 0) else ("REPLICATION_SLAVE_ADMIN", "SUPER")
+
+
+def probe_privilege_missing(version: str, grants: list[str]) -> str | None:
+    """Why `grants` (the lines of SHOW GRANTS for the current user) cannot stop the SQL
+    thread on this server version, in words; None when they can, or when these lines cannot
+    tell (a role is granted: its privileges are not in them, so the server decides)."""
+    held: set[str] = set()
+    for line in grants:
+        line = line.strip()
+        m = _GLOBAL_GRANT.match(line)
+        if m:
+            held.update(p.strip().upper() for p in m.group(1).split(","))
+        elif _ROLE_GRANT.match(line):
+            return None
+    needed = probe_privileges(version)
+    if held & {"ALL", "ALL PRIVILEGES"} or held & set(needed):
+        return None
+    name = "MariaDB" if "mariadb" in version.lower() else "MySQL"
+    shown = version.split("-")[0]
+    has = ", ".join(sorted(held - {"USAGE"})) or "no global privilege"
+    return (f"--probe stops and starts the replica's SQL thread, which needs "
+            f"{' or '.join(dict.fromkeys(p for p in needed if p != 'REPLICATION REPLICA ADMIN'))}"
+            f" on {name} {shown}; this user has {has} (GRANT {needed[0]} ON *.* TO it, or "
+            f"calibrate without --probe)")
+
+
+def check_probe_privileges(conn) -> None:
+    """LiveError, before anything is sampled, if the current user cannot stop and start the
+    SQL thread (`probe_privilege_missing`)."""
+    version = query(conn, "SELECT VERSION()")[0][0]
+    grants = [row[0] for row in query(conn, "SHOW GRANTS")]
+    why = probe_privilege_missing(version, grants)
+    if why:
+        raise LiveError(why)
 
 
 def stop_sql_thread(conn, flavor: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,14 +56,20 @@ def test_binary_and_text_readers_give_identical_traces(tmp_path):
 
 @pytest.mark.skipif(shutil.which("mariadb-binlog") is None, reason="mariadb-binlog not installed")
 def test_two_binary_files_then_text_count_files_alike(tmp_path):
+    # three files in GTID order (the same file twice is refused): the compressed one
+    # (0-1-1..7), the tiny one (0-1-10..21), then the tiny one's text with its GTIDs moved on
+    # by 12, as the next file would have them
     text = tmp_path / "tiny.txt"
-    text.write_text(subprocess.run(
+    decoded = subprocess.run(
         ["mariadb-binlog", "--no-defaults", "-vv", "--base64-output=decode-rows", MDB],
-        capture_output=True, text=True, check=True).stdout)
+        capture_output=True, text=True, check=True).stdout
+    text.write_text(re.sub(r"(GTID \d+-\d+-|gtid_seq_no=)(\d+)",
+                           lambda m: m.group(1) + str(int(m.group(2)) + 12), decoded))
+    compressed = os.path.join(FIX, "mariadb_compressed.binlog.000002")
     out = str(tmp_path / "o.jsonl")
-    import_binlog([MDB, MDB, str(text)], out, schema=MDB_SCHEMA)
+    import_binlog([compressed, MDB, str(text)], out, schema=MDB_SCHEMA)
     files = [t.file for t in load_trace(out)]
-    assert files == [1] * 12 + [2] * 12 + [3] * 12
+    assert files == [1] * 7 + [2] * 12 + [3] * 12
 
 
 # Real MySQL binlogs (MySQL's own test data, as shipped by rust_mysql_common's test-data/):

@@ -122,8 +122,22 @@ def test_errors_are_one_line(rig, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not allowed" in err
     assert not (tmp_path / "w.json").exists()
-    # a window, then a binlog from before it
+    # a monitoring user may sample, not probe: refused before the window, naming the privilege
+    # (before: sampled until --probe-at, then "not allowed to run STOP ...")
+    R.sql("CREATE USER IF NOT EXISTS 'monitor'@'localhost'")
+    R.sql("GRANT REPLICA MONITOR ON *.* TO 'monitor'@'localhost'")
+    assert main(["calibrate", "--replica", url(R, "monitor"), "--probe", "1", "--probe-at",
+                 "1", "--window", "30", "--record", str(tmp_path / "w.json"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs REPLICATION SLAVE ADMIN" in err, err
+    assert "this user has" in err and "MONITOR" in err
+    assert not (tmp_path / "w.json").exists()
+    # a window, then a binlog from before it: the primary writes past its first file first, so
+    # the window's position lies beyond that file whether or not another test wrote before
     first = P.sql("SHOW BINARY LOGS")[0][0]
+    P.sql("FLUSH BINARY LOGS")
+    P.sql("CREATE DATABASE IF NOT EXISTS past_the_first_file")
+    assert rig.wait_caught_up(120)
     window = tmp_path / "w2.json"
     assert main(["calibrate", "--replica", url(R), "--window", "1", "--record", str(window),
                  "--quiet"]) == 0

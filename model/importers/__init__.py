@@ -28,8 +28,11 @@ from typing import Iterable, Iterator
 
 from ..progress import Progress
 from ..trace import TraceError, write_jsonl_atomic, header
+import msgspec
+
 from . import binlog_binary
 from .binlog_text import InputError, Reader, Skipped
+from .continuity import Continuity, check_distinct, name_warnings
 from .schema import Catalog, SchemaError
 
 __all__ = ["import_binlog", "ImportStats", "read_binlog", "TraceError", "group_stats",
@@ -55,6 +58,9 @@ class ImportStats:
     keys_unknown: dict = field(default_factory=dict)    # table -> why its keys are unknown
     keys_partial: list = field(default_factory=list)    # tables whose images lacked key columns
     ignorable_skipped: int = 0         # events of types not known, marked ignorable: skipped
+    # transactions missing between the files given (GTID gaps), or without GTIDs what the
+    # file names say of their order (continuity.py): one line each
+    file_gaps: list = field(default_factory=list)
 
     @property
     def mean_group_size(self) -> float | None:
@@ -83,7 +89,15 @@ class ImportStats:
             out["keys_partial"] = sorted(self.keys_partial)
         if self.ignorable_skipped:
             out["ignorable_events_skipped"] = self.ignorable_skipped
+        if self.file_gaps:
+            out["file_gaps"] = list(self.file_gaps)
         return out
+
+
+class _Ids(msgspec.Struct):
+    """What the order check reads of a binary file's finished trace line."""
+    gtid: str | None = None
+    file: int | None = 1
 
 
 class _Groups:
@@ -109,6 +123,7 @@ class _Tally:
     groups: _Groups = field(default_factory=_Groups)
     ddl: int = 0
     last_file: int = 0
+    path: str = ""                  # the input being read (read_binlog sets it)
 
     def add(self, txn) -> None:
         """Number one transaction read from text and count it."""
@@ -238,6 +253,7 @@ def read_binlog(paths: list[str], catalog: Catalog, *, skip_bad: bool = False,
     progress = progress or _Progress(False)
     tally = tally or _Tally()
     for i, path in enumerate(paths):
+        tally.path = path
         if not os.path.exists(path):
             raise TraceError(path, None, "no such file")
         if os.path.isdir(path):
@@ -324,10 +340,13 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
     if schema_from:
         from .schema_from import ServerSchema
         catalog.server = ServerSchema(schema_from)
+    check_distinct(paths)
     reader = Reader(catalog, strict=not skip_bad)
     prog = _Progress(progress)
     stats = ImportStats(files=0)
     tally = _Tally()
+    order = Continuity()
+    ids = msgspec.json.Decoder(_Ids)
     out_dir = os.path.dirname(os.path.abspath(output))
     os.makedirs(out_dir, exist_ok=True)
     fd, spool = tempfile.mkstemp(prefix=".import-", suffix=".jsonl", dir=out_dir)
@@ -336,8 +355,11 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
             for txn in read_binlog(paths, catalog, skip_bad=skip_bad, binlog_tool=binlog_tool,
                                    progress=prog, reader=reader, tally=tally):
                 if type(txn) is str:        # a binary file's lines, numbered and counted
+                    for one in ids.decode_lines(txn):
+                        order.add(one.gtid, one.file, tally.path)
                     out.write(txn)
                     continue
+                order.add(txn.gtid, txn.file, tally.path)
                 tally.add(txn)
                 out.write(json.dumps(txn.to_json(), separators=(",", ":")))
                 out.write("\n")
@@ -360,6 +382,7 @@ def import_binlog(paths: str | list[str], output: str, *, schema: str | list[str
         stats.keys_unknown = dict(reader.keys_unknown)
         stats.keys_partial = sorted(reader.keys_partial)
         stats.ignorable_skipped = reader.ignorable_skipped
+        stats.file_gaps = order.gaps if order.gtids else name_warnings(paths)
         if stats.transactions == 0 and not skip_bad:
             raise TraceError(paths[0], None, "no transactions found (is this mysqlbinlog -vv "
                                              "--base64-output=decode-rows output?)")
@@ -440,6 +463,8 @@ def print_notes(stats: ImportStats, out) -> None:
               "(binlog_row_image=MINIMAL or NOBLOB): their primary keys are in the trace, not "
               "all their UNIQUE or foreign keys, so a writeset what-if finds fewer conflicts "
               "than the server did", file=out)
+    for gap in stats.file_gaps:
+        print(f"warning: {gap}", file=out)
     if stats.ignorable_skipped:
         print(f"note: skipped {stats.ignorable_skipped} event(s) of types this reader does not "
               "know, marked ignorable (LOG_EVENT_IGNORABLE_F), as a replica skips them",

@@ -82,9 +82,13 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
                log2_x: bool = True, width: int = 840, height: int = 380,
                y_from_zero: bool = True, unit: str = "", y_max: float | None = None) -> str:
     """`series`: [{"name", "points": [(x, y), ...], "style": "solid"|"dashed"|"dotted",
-    "colour": optional, "unit": optional, "band": optional [(x, low, high), ...] shaded}]. x on a
-    log2 axis (worker counts) by default."""
+    "colour": optional, "unit": optional, "band": optional [(x, low, high), ...] shaded,
+    "bounds": optional [(x, y, "≥"|"<"), ...]}]. x on a log2 axis (worker counts) by default.
+    A bound is where a search stopped at its limit, not a value: drawn as a hollow arrowhead
+    (up for ≥, down for <) at the plot's edge when beyond it, off the line, and left out of
+    the y range, so that it neither reads as a measured point nor squashes the real ones."""
     pts = [(x, y) for s in series for x, y in s["points"] if y is not None]
+    pts += [(x, None) for s in series for x, _, _ in s.get("bounds", ())]
     legend_w = 300
     left, right, top, bottom = 62, legend_w + 14, 34, 46
     pw, ph = width - left - right, height - top - bottom
@@ -93,7 +97,7 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
     x0, x1 = fx(min(xs)), fx(max(xs))
     if x1 == x0:
         x1 = x0 + 1
-    ys = [y for _, y in pts] or [0, 1]
+    ys = [y for _, y in pts if y is not None] or [0, 1]
     ylo = 0.0 if y_from_zero else min(ys)
     top_y = max(ys) if y_max is None else min(max(ys), y_max)
     yticks = nice_ticks(ylo, top_y * 1.05 if top_y > 0 else 1)
@@ -140,8 +144,17 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
         c = s.get("colour") or colour(i)
         style = s.get("style", "solid")
         p = [(x, y) for x, y in s["points"] if y is not None]
-        if not p:
+        if not p and not s.get("bounds"):
             continue
+        for x, y, sign in s.get("bounds", ()):
+            at = min(max(y, y0), y1)
+            d = -1 if sign == "≥" else 1            # the arrowhead points past the bound
+            out.append(f'<polygon points="{X(x):.1f},{Y(at) + 7 * d:.1f} '
+                       f'{X(x) + 6:.1f},{Y(at) - 3 * d:.1f} {X(x) - 6:.1f},{Y(at) - 3 * d:.1f}" '
+                       f'fill="white" stroke="{c}" stroke-width="1.6"><title>'
+                       + esc(f'{s["name"]}: {xlabel} {x} -> {sign} {y:g}{s.get("unit", unit)}'
+                             f' (the search stopped at its limit: a bound, not a value)')
+                       + '</title></polygon>')
         path = " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in p)
         width_px = 2.2 if style == "solid" else 1.6
         off = [(x, y) for x, y in p if y > y1]
@@ -164,6 +177,9 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
             out.append(_marker(MARKERS[i % len(MARKERS)], lx + 11, ly, c, s["name"]))
         out.append(f'<text x="{lx + 28}" y="{ly + 4:.1f}" font-size="11">{esc(name)}</text>')
         ly += 17
+    if any(s.get("bounds") for s in series):
+        out.append(f'<text x="{left + pw + 14}" y="{ly + 4:.1f}" font-size="11">hollow arrowhead: '
+                   f'a bound (search limit)</text>')
     out.append("</svg>")
     return "".join(out)
 

@@ -8,7 +8,8 @@ trace some fifteen times per worker count; above `sample` transactions it runs o
 `sample` (as the what-ifs do), and the section says so."""
 from __future__ import annotations
 
-from ..lag import behind_words, factor_text, headroom_words, human_seconds, lag_one
+from ..lag import (behind_words, cause_words, factor_text, headroom_words, human_seconds,
+                   lag_one)
 from ..replay import Replayer, ReplayError, source_times
 from ..schedulers import SchedulerError, parse_scheduler
 from ..simcore import SimulationError
@@ -34,7 +35,7 @@ def plan(tasks: Tasks, trace, profile, picks: list[tuple[str, int]], workers, *,
 
     def opts(name):
         return dict(bugs=bugs, tracker_options=tracker_options(parse_scheduler(name).tracker),
-                    applier_options=applier_options)
+                    applier_options=applier_options, on_run=tasks.bump)
 
     for name, w in picks:
         tasks.add(("lag", name, w), f"lag {name} W={w}",
@@ -111,7 +112,8 @@ def answer(d: dict) -> list[str]:
         if c["keeps_up"]:
             text = (f"{who} keeps up with {head} today's pace"
                     + (", busiest minute included" if long else "")
-                    + f"; its worst lag is {human_seconds(c['max_lag_s'])}, at {c['max_lag_at']}")
+                    + f"; its worst lag is {human_seconds(c['max_lag_s'])}, at {c['max_lag_at']}"
+                    + cause_words(c))
         else:
             text = (f"{who} does not keep up: it applies {head} of today's pace; "
                     + behind_words(c))

@@ -8,6 +8,7 @@ from .depgraph import GraphvizMissing, dot_source, render_svg
 from .figures import esc, fmt, grouped_bars, line_chart, stacked_bars
 from .gantt import gantt_svg
 from .stall import stall_svg
+from ..replay import HEADROOM_LIMIT
 from ..scoring import unmeasured_text
 from ..simcore import CAUSES
 
@@ -148,16 +149,13 @@ def figures(report: Report) -> dict[str, tuple[str, str]]:
                 line_chart(series, title="Lag over time", xlabel="source time, s",
                            ylabel="lag, s", unit=" s", log2_x=False))
     if ku.get("headroom"):
-        series = [{"name": name, "points": [(r["workers"], r["headroom"]) for r in rows
-                                            if "headroom" in r]}
-                  for name, rows in ku["headroom"].items()]
-        ws = [w for s in series for w, _ in s["points"]] or [1]
-        series.append({"name": "today's pace (1x)", "colour": "#bbbbbb", "style": "dotted",
-                       "points": [(min(ws), 1.0), (max(ws), 1.0)]})
+        series = headroom_series(ku["headroom"])
         figs["headroom"] = (
             "Headroom against worker count: the largest factor the source's pace could be "
             "multiplied by with the replica still keeping up (bisected to 1%); below the dotted "
-            "line it falls behind today." + (
+            "line it falls behind today. A hollow arrowhead is a bound, not a value: the "
+            f"search stopped at its limit (≥ {HEADROOM_LIMIT:g}x, or < 1/{HEADROOM_LIMIT:g}x)."
+            + (
                 f" Bisected on the middle {ku['headroom_sample']['transactions']:,} "
                 f"transactions." if ku.get("headroom_sample") else ""),
             line_chart(series, title="Headroom against workers", xlabel="workers",
@@ -476,3 +474,20 @@ def markdown_page(report: Report, figs: dict) -> str:
             out += [text, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
             out += ["| " + " | ".join(row) + " |" for row in rows] + [""]
     return "\n".join(out) + "\n"
+
+
+def headroom_series(headroom: dict) -> list[dict]:
+    """The headroom figure's lines (keeping_up's `headroom` rows by scheduler). A bisection that
+    reached its limit gives a bound (≥ 1000x, < 1/1000x), not a value: drawn as one, off the
+    line and out of the y range (figures.line_chart); then today's pace, dotted."""
+    series = [{"name": name,
+               "points": [(r["workers"], r["headroom"]) for r in rows
+                          if "headroom" in r and not r.get("is_bound")],
+               "bounds": [(r["workers"], r["headroom"], "≥" if r["headroom"] >= 1 else "<")
+                          for r in rows if "headroom" in r and r.get("is_bound")]}
+              for name, rows in headroom.items()]
+    ws = ([w for s in series for w, _ in s["points"]]
+          + [w for s in series for w, _, _ in s["bounds"]]) or [1]
+    series.append({"name": "today's pace (1x)", "colour": "#bbbbbb", "style": "dotted",
+                   "points": [(min(ws), 1.0), (max(ws), 1.0)]})
+    return series

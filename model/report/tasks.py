@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Callable
 
 from ..metrics import RunMetrics
-from ..progress import tick_of
 from ..schedulers import run_scheduler
 from ..scoring import fork_map
 from ..simcore import SimulationError
@@ -20,15 +19,26 @@ class Tasks:
 
     def __init__(self) -> None:
         self.items: list[tuple[object, str, Callable[[], object]]] = []
+        self.replays = None          # progress.SharedCount while `run` runs
 
     def add(self, key, label: str, fn: Callable[[], object]) -> None:
         self.items.append((key, label, fn))
 
+    def bump(self) -> None:
+        """A task's replay ended (the keeping-up tasks make dozens each): the line moves."""
+        if self.replays is not None:
+            self.replays.bump()
+
     def run(self, jobs: int, progress: Callable[[str], None], title: str) -> dict:
+        from ..progress import SharedCount
         done = {}
         n = len(self.items)
-        values = fork_map(lambda item: item[2](), self.items, jobs, tick_of(progress))
+        finished = [0]
+        self.replays = SharedCount(progress, lambda count: (
+            f"{title}: {finished[0]}/{n} done" + (f", {count:,} replays so far" if count else "")))
+        values = fork_map(lambda item: item[2](), self.items, jobs, self.replays.show)
         for i, ((key, label, _), value) in enumerate(zip(self.items, values), 1):
+            finished[0] = i
             progress(f"{title}: {i}/{n} done ({label})")
             done[key] = value
         for _ in values:        # none left: this ends the pool now rather than when collected
