@@ -414,6 +414,25 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
+def _numbered_copies(binlog: str, files: int, per_file: int, folder: str) -> list[str]:
+    """`files` text binlogs in `folder`, each `per_file` copies of a MariaDB text binlog one
+    after another, every copy going on from the one before as one server's next transactions
+    would (its GTIDs moved on): import refuses a file given twice, or out of order."""
+    text = open(binlog, encoding="utf-8").read()
+    gtid = re.compile(r"(GTID \d+-\d+-|gtid_seq_no=)(\d+)")
+    numbers = [int(m.group(2)) for m in gtid.finditer(text)]
+    span = max(numbers) - min(numbers) + 1            # the next copy goes on without a gap
+    paths = []
+    for i in range(files):
+        path = os.path.join(folder, f"mariadb-bin.{i + 1:06d}.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            for copy in range(i * per_file, (i + 1) * per_file):
+                f.write(gtid.sub(lambda m: m.group(1) + str(int(m.group(2)) + span * copy),
+                                 text))
+        paths.append(path)
+    return paths
+
+
 def _child_env() -> dict:
     env = dict(os.environ)
     env.pop("COMMITSCHED_DEBUG", None)
@@ -566,14 +585,19 @@ class Campaign:
     # -------------------------------------------------------------- child processes
     def signals(self, budget: float, rng: random.Random) -> None:
         """SIGINT/SIGTERM mid-write: the output complete or absent, no temporary file left."""
+        with tempfile.TemporaryDirectory(prefix="fuzz-binlogs-") as folder:
+            self._signals(budget, rng, _numbered_copies(
+                os.path.join(ROOT, "tests", "fixtures", "binlog", "mariadb_rw_t64_wait12.txt"),
+                40, 15, folder))
+
+    def _signals(self, budget: float, rng: random.Random, binlogs: list[str]) -> None:
         cli = [sys.executable, "-m", "commitsched"]
         big = os.path.join(ROOT, "traces", "recorded", "oltp_read_write_t64.jsonl.gz")
-        fixture = os.path.join(ROOT, "tests", "fixtures", "binlog", "mariadb_rw_t64_wait12.txt")
         jobs = [("generate", lambda d: ["generate", "--transactions", "300000", "-o",
                                         f"{d}/out.jsonl.gz", "--quiet"], "out.jsonl.gz"),
                 ("annotate", lambda d: ["annotate", big, "--tracker", "writeset", "-o",
                                         f"{d}/out.jsonl"], "out.jsonl"),
-                ("import", lambda d: ["import", *[fixture] * 40, "-o", f"{d}/out.jsonl",
+                ("import", lambda d: ["import", *binlogs, "-o", f"{d}/out.jsonl",
                                       "--quiet"], "out.jsonl"),
                 ("report", lambda d: ["report", big, "-o", f"{d}/rep", "--workers", "1,2",
                                       "--quiet"], "rep")]

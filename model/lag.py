@@ -110,7 +110,10 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
     credited to the transaction whose commit ends it, so the stretches sum to D.
     - `delivery_delay`: the delay is most of L.
     - `big_transaction`: one stretch is most of D and is mostly that transaction's own
-      execution: the replica committed nothing else while it ran (k itself, or one ahead).
+      execution, at least twice the median transaction's: the replica committed nothing else
+      while it ran (k itself, or one ahead).
+    - `own_apply`: nothing had arrived ahead of k and was not yet applied: its lag is its own
+      execution, commit and flushes.
     - otherwise k queued behind Q transactions that had arrived and were not yet applied. At
       the replica's usual rate (the closed backlog's, n / its makespan) they take Q / rate:
       that much of D is the queue (`burst`: more arrived than the replica clears, from the
@@ -150,15 +153,16 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
     stretches = np.diff(np.concatenate(([arrive[k]], ends)))
     worst = int(np.argmax(stretches)) if stretches.size else 0
     stall, m = (float(stretches[worst]), int(members[worst])) if stretches.size else (0.0, k)
-    if wait > 0 and stall >= wait / 2 and float(execs[m]) >= stall / 2:
+    median = float(np.median(execs))
+    if wait > 0 and stall >= wait / 2 and float(execs[m]) >= stall / 2 \
+            and float(execs[m]) >= 2 * median:
         txn = next(itertools.islice(txns(), m, None))
-        median = float(np.median(execs))
         size = ", ".join(x for x in (
             f"GTID {txn.gtid}" if txn.gtid else "",
             f"{txn.rows:,} rows" if getattr(txn, "rows", None) is not None else "",
             f"{txn.bytes / 1e6:.1f} MB" if getattr(txn, "bytes", None) else "") if x)
         times_median = (f", {execs[m] / median:,.0f}x the median transaction's"
-                        if median > 0 and execs[m] >= 2 * median else "")
+                        if median > 0 else "")
         who = (f"seq {times.first_seq + m}" + (f" ({size})" if size else ""))
         text = (f"one big transaction: {who} executes for "
                 f"{human_seconds(float(execs[m]) * s)}{times_median}")
@@ -170,6 +174,12 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
                    big_bytes=getattr(txn, "bytes", None),
                    big_exec_s=round(float(execs[m]) * s, 6),
                    median_exec_s=round(median * s, 6), stall_s=round(stall * s, 6))
+        return out
+    if ahead.size == 0:
+        # nothing was queued ahead: the lag is its own execution, commit and flushes
+        out.update(kind="own_apply",
+                   text="its own apply (execution, commit and flushes): nothing was queued "
+                        "ahead of it")
         return out
     queue = min(wait, ahead.size / rate) if rate else 0.0
     slow = wait - queue

@@ -177,6 +177,14 @@ def test_a_low_parallelism_stretch_is_named(tmp_path, capsys):
     assert "a low-parallelism stretch" in cause["text"]
 
 
+def test_a_lag_with_nothing_queued_ahead_is_its_own_apply(tmp_path, capsys):
+    """1 ms transactions written 100 a second on one thread: none waits for another, so the
+    worst lag is a transaction's own apply, not a stretch of one."""
+    _, cause = _cause(tmp_path, capsys, [(300, 10e-3, 1000.0, None)], "--scheduler", "serial")
+    assert cause["kind"] == "own_apply" and cause["queued_behind"] == 0
+    assert cause["text"].startswith("its own apply")
+
+
 def test_a_delivery_delay_is_named(tmp_path, capsys):
     _, cause = _cause(tmp_path, capsys, [(100, 0.1, 1000.0, None)], "--scheduler", "serial",
                       "--delay", "2s")
