@@ -414,6 +414,13 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
+def _sigint_default() -> None:
+    """In a signal target's child: SIGINT back to its default, so Python raises
+    KeyboardInterrupt. A shell without job control starts background jobs with SIGINT ignored,
+    and a child inheriting that would run to its end, never interrupted."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _numbered_copies(binlog: str, files: int, per_file: int, folder: str) -> list[str]:
     """`files` text binlogs in `folder`, each `per_file` copies of a MariaDB text binlog one
     after another, every copy going on from the one before as one server's next transactions
@@ -613,7 +620,8 @@ class Campaign:
                 argv = argv_of(d)
                 started = time.perf_counter()
                 p = subprocess.Popen(cli + argv, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, cwd=ROOT, env=_child_env())
+                                     stderr=subprocess.PIPE, text=True, cwd=ROOT, env=_child_env(),
+                                     preexec_fn=_sigint_default)
                 time.sleep(rng.uniform(0.3, 4.0))
                 p.send_signal(sig)
                 try:

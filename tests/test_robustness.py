@@ -326,12 +326,19 @@ def test_mysql_trace_still_refused_by_commit_id(capsys):
 
 # ---------------------------------------------------------------- interrupted mid-write
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_generate_leaves_nothing_half_written(tmp_path, sig):
     out = tmp_path / "g.jsonl.gz"
+    # SIGINT back to its default in the child: a shell without job control starts background
+    # jobs with SIGINT ignored, and a child that inherits that runs to its end (2M
+    # transactions: past the timeout on a loaded machine), testing nothing
     p = subprocess.Popen([sys.executable, "-m", "commitsched", "generate", "--transactions",
                           "2000000", "-o", str(out), "--quiet"], stderr=subprocess.PIPE,
-                         text=True)
+                         text=True, preexec_fn=_sigint_default)
     # wait until it is writing: its temporary file exists
     for _ in range(600):
         if any(n.startswith(".tmp-") for n in os.listdir(tmp_path)) or p.poll() is not None:
