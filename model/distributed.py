@@ -45,7 +45,18 @@ def _client(address: str):
             raise ClusterError(f"--cluster {address}: give local:N with N a positive integer")
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                dashboard_address=None)
-        return Client(cluster), (cluster,)
+        client = Client(cluster)
+        # every worker up before the shared input is scattered: a broadcast reaches only the
+        # workers registered by then, and a worker holding the only copy takes it with it
+        # when it dies ("lose scattered data, which can't be recovered": the sweep failed so)
+        try:
+            client.wait_for_workers(n, timeout=120)
+        except TimeoutError:
+            client.close()
+            cluster.close()
+            raise ClusterError(f"--cluster {address}: its {n} workers did not start within "
+                               "120 s") from None
+        return client, (cluster,)
     try:
         return Client(address, timeout="10s"), ()
     except (OSError, TimeoutError) as e:
