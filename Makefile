@@ -261,6 +261,14 @@ lag-check-d: python-deps
 lag-check-d-report: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_D) --doc docs/lag-check.md
 
+# Campaigns E to I share their rig (F's): the replica writing its own binlog, a relaxed primary,
+# the runs listed in the campaign's runs.txt; each report writes its table between the
+# campaign's markers in docs/lag-check.md.
+lag_check_measure = $(MEASURE) $(PY) traces/record/lag_check.py measure --out $(1) \
+	--replica-binlog --primary-durability relaxed --port $(2) --runs "$(shell cat $(1)/runs.txt)"
+lag_check_report = $(PY) traces/record/lag_check.py report --out $(1) --doc docs/lag-check.md \
+	--doc-marker $(2)
+
 # Campaign E (issue 27, docs/lag-check.md): D's rig after calibrate probes the commit's CPU per write
 # and sync; pre-registered (traces/calibration/lag_check_e/preregistered.json) before it was
 # measured. Runs at the source's top speed (30 s: the replicas slower than it lag for seconds),
@@ -270,14 +278,11 @@ lag-check-d-report: python-deps
 LAG_CHECK_E = traces/calibration/lag_check_e
 LAG_CHECK_E_PORT ?= 3811
 lag-check-e: python-deps
-	$(MEASURE) $(PY) traces/record/lag_check.py measure --out $(LAG_CHECK_E) --replica-binlog \
-		--primary-durability relaxed --port $(LAG_CHECK_E_PORT) \
-		--runs "$(shell cat $(LAG_CHECK_E)/runs.txt)"
+	$(call lag_check_measure,$(LAG_CHECK_E),$(LAG_CHECK_E_PORT))
 	$(MAKE) lag-check-e-report
 
 lag-check-e-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_E) --doc docs/lag-check.md \
-		--doc-marker lag-check-e
+	$(call lag_check_report,$(LAG_CHECK_E),lag-check-e)
 
 # Campaign F (issue 27, docs/lag-check.md): campaign E's rig and runs repeated unchanged on a quiet
 # machine (no other job running), pre-registered in its folder before it was measured: a test of
@@ -285,14 +290,11 @@ lag-check-e-report: python-deps
 LAG_CHECK_F = traces/calibration/lag_check_f
 LAG_CHECK_F_PORT ?= 3821
 lag-check-f: python-deps
-	$(MEASURE) $(PY) traces/record/lag_check.py measure --out $(LAG_CHECK_F) --replica-binlog \
-		--primary-durability relaxed --port $(LAG_CHECK_F_PORT) \
-		--runs "$(shell cat $(LAG_CHECK_F)/runs.txt)"
+	$(call lag_check_measure,$(LAG_CHECK_F),$(LAG_CHECK_F_PORT))
 	$(MAKE) lag-check-f-report
 
 lag-check-f-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_F) --doc docs/lag-check.md \
-		--doc-marker lag-check-f
+	$(call lag_check_report,$(LAG_CHECK_F),lag-check-f)
 
 # Campaign H (issue 27, docs/lag-check.md): after F, the drain's own group commits (the replica's status
 # counters read at each drain's start and end) and the W=4 and serial configurations repeated,
@@ -301,14 +303,11 @@ lag-check-f-report: python-deps
 LAG_CHECK_H = traces/calibration/lag_check_h
 LAG_CHECK_H_PORT ?= 3981
 lag-check-h: python-deps
-	$(MEASURE) $(PY) traces/record/lag_check.py measure --out $(LAG_CHECK_H) --replica-binlog \
-		--primary-durability relaxed --port $(LAG_CHECK_H_PORT) \
-		--runs "$(shell cat $(LAG_CHECK_H)/runs.txt)"
+	$(call lag_check_measure,$(LAG_CHECK_H),$(LAG_CHECK_H_PORT))
 	$(MAKE) lag-check-h-report
 
 lag-check-h-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_H) --doc docs/lag-check.md \
-		--doc-marker lag-check-h
+	$(call lag_check_report,$(LAG_CHECK_H),lag-check-h)
 	$(PY) traces/record/lag_groups.py $(LAG_CHECK_H) > $(LAG_CHECK_H)/groups.md
 
 # Campaign I (issue 27, docs/lag-check.md): F's rig and runs with the calibrating configuration's
@@ -319,15 +318,12 @@ lag-check-h-report: python-deps
 LAG_CHECK_I = traces/calibration/lag_check_i
 LAG_CHECK_I_PORT ?= 4011
 lag-check-i: python-deps
-	$(MEASURE) $(PY) traces/record/lag_check.py measure --out $(LAG_CHECK_I) --replica-binlog \
-		--primary-durability relaxed --port $(LAG_CHECK_I_PORT) \
-		--runs "$(shell cat $(LAG_CHECK_I)/runs.txt)"
+	$(call lag_check_measure,$(LAG_CHECK_I),$(LAG_CHECK_I_PORT))
 	gzip -9n $(LAG_CHECK_I)/runs/*/samples.csv $(LAG_CHECK_I)/runs/*/window.json
 	$(MAKE) lag-check-i-report
 
 lag-check-i-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_I) --doc docs/lag-check.md \
-		--doc-marker lag-check-i
+	$(call lag_check_report,$(LAG_CHECK_I),lag-check-i)
 
 # Campaign F's stored runs calibrated on the median of its three serial drain repeats instead of
 # the first (the repeats without calibrate's window read from the rig's samples, with the first's
