@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-f-median3
+        lag-check-i lag-check-i-report lag-check-f-median3 ktrace ktrace-report
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -59,6 +59,8 @@ help:
 	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
 	@echo "                retro-check, not a fair test) into docs/lag-check.md"
 	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
+	@echo "make ktrace     durable drains under perf on lag_check's rig, and without it (root; ~4 min"
+	@echo "                under MEASURE); ktrace-report: each drain's kernel timeline, the model beside"
 	@echo "make lag-check-g  campaign G: the replica on an IOPS-capped disk (root: cgroup v1 blkio;"
 	@echo "                ~20 min under MEASURE); lag-check-g-report: its table in docs/lag-check.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
@@ -309,6 +311,24 @@ lag-check-h: python-deps
 lag-check-h-report: python-deps
 	$(call lag_check_report,$(LAG_CHECK_H),lag-check-h)
 	$(PY) traces/record/lag_groups.py $(LAG_CHECK_H) > $(LAG_CHECK_H)/groups.md
+
+# The drain's own timeline (issue 27, docs/lag-check.md "The drain's own timeline (perf)"): closed
+# drains (durable serial, conservative W=2 and W=4, optimistic W=4) under perf on lag_check's rig,
+# and the same drains without perf (its overhead); root, ~4 minutes under MEASURE. ktrace-report:
+# each timeline in pieces and the same backlogs through the model (~6 minutes).
+KTRACE = traces/calibration/ktrace
+KTRACE_PORT ?= 4100
+KTRACE_RUNS = durable-serial-1,durable-conservative-4,durable-conservative-4+noperf,durable-conservative-2,durable-optimistic-4,durable-optimistic-4+noperf,durable-serial-1+noperf,durable-conservative-4,durable-conservative-4+noperf
+ktrace: python-deps
+	$(MEASURE) $(PY) traces/record/ktrace.py measure --out $(KTRACE) --port $(KTRACE_PORT) \
+		--runs $(KTRACE_RUNS)
+	$(MAKE) ktrace-report
+
+ktrace-report: python-deps
+	$(PY) traces/record/ktrace.py report $(KTRACE) \
+		--profile "H=traces/calibration/lag_check_h/profile.json" \
+		--profile "H, serial drain's I/O=$(KTRACE)/profile-serial-io.json" \
+		--profile "same, shared_disk off=$(KTRACE)/profile-serial-io-no-shared-disk.json"
 
 # Campaign I (issue 27, docs/lag-check.md): F's rig and runs with the calibrating configuration's
 # three repeats (start, middle, end of the campaign) each calibrated live; the profile is the

@@ -407,6 +407,20 @@ def group_timeline(tl: Timeline, threads: dict, fds: dict, start: float, end: fl
     out["redo fdatasync asleep, overlapping a binlog sync"] = stats(
         [c[6] for c in rs if overlaps(c)])
     out["redo fdatasync asleep, alone"] = stats([c[6] for c in rs if not overlaps(c)])
+    # and the other way: a binlog sync whose sleep overlapped a redo sync's
+    rsleep = sorted(w for c in rs for w in c[8])
+    q0 = [w[0] for w in rsleep]
+
+    def overlapped(c):
+        for x0, x1 in c[8]:
+            i = bisect.bisect_right(q0, x1)
+            if any(overlap(x0, x1, y0, y1) > 0 for y0, y1 in rsleep[max(0, i - 8):i]):
+                return True
+        return False
+    out["binlog fdatasync asleep, overlapping a redo sync"] = stats(
+        [c[6] for c in bsync if c[8] and overlapped(c)])
+    out["binlog fdatasync asleep, alone"] = stats(
+        [c[6] for c in bsync if c[8] and not overlapped(c)])
     # prepares begun during group k's binlog sync against group k+1's size
     if len(bsync) == len(sizes):
         r0 = [c[3] for c in redo]
@@ -633,6 +647,60 @@ def drain(rig, run: dict, out: str, rate: int, seconds: int) -> dict:
     return meta
 
 
+def overlap_probe(directory: str, seconds: float = 3.0) -> dict:
+    """Do an in-place sync (the redo log as MariaDB 10.11 writes it: 4 KiB overwritten with
+    O_DIRECT at one offset, then fdatasync) and an append sync (the binlog: 512 bytes appended,
+    then fdatasync, which commits ext4's journal) queue behind each other on this disk? Each
+    timed alone for `seconds`, then both at once (a thread each, back to back: the worst
+    overlap). Median and mean latency (µs) of each kind's fdatasync in each setting."""
+    import mmap
+    import threading
+
+    def loop(kind: str, stop: threading.Event, lat: list) -> None:
+        path = os.path.join(directory, f"ktrace-probe-{kind.replace(' ', '-')}.bin")
+        if kind == "in place":
+            with open(path, "wb") as f:
+                f.write(b"\0" * 4096)
+                os.fsync(f.fileno())
+            fd = os.open(path, os.O_WRONLY | os.O_DIRECT)
+            page = mmap.mmap(-1, 4096)          # page-aligned, as O_DIRECT needs
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            n = 0
+            while not stop.is_set():
+                if kind == "in place":
+                    n += 1
+                    page[:8] = n.to_bytes(8, "little")
+                    os.pwrite(fd, page, 0)
+                else:
+                    os.write(fd, b"x" * 512)
+                t = time.perf_counter()
+                os.fdatasync(fd)
+                lat.append(time.perf_counter() - t)
+        finally:
+            os.close(fd)
+            os.remove(path)
+
+    def run(kinds) -> dict:
+        stop, lats = threading.Event(), {k: [] for k in kinds}
+        ts = [threading.Thread(target=loop, args=(k, stop, lats[k])) for k in kinds]
+        for t in ts:
+            t.start()
+        time.sleep(seconds)
+        stop.set()
+        for t in ts:
+            t.join()
+        out = {}
+        for k, xs in lats.items():
+            xs.sort()
+            out[k] = {"n": len(xs), "median_us": round(1e6 * xs[len(xs) // 2], 1),
+                      "mean_us": round(1e6 * sum(xs) / len(xs), 1)}
+        return out
+    return {"in place alone": run(["in place"])["in place"],
+            "append alone": run(["append"])["append"], "both at once": run(["in place", "append"])}
+
+
 def cmd_measure(a) -> int:
     import atexit
 
@@ -679,6 +747,12 @@ def main(argv=None) -> int:
     m.add_argument("--seconds", type=int, default=6, help="the backlog's seconds of writes")
     m.add_argument("--workdir", default=None)
     m.set_defaults(func=cmd_measure)
+    o = sub.add_parser("overlap-probe", help="do an in-place and an append fdatasync queue "
+                       "behind each other on this disk? (what the model's shared_disk assumes)")
+    o.add_argument("directory", help="a folder on the disk to probe (the replica's datadir's)")
+    o.add_argument("--seconds", type=float, default=3.0)
+    o.set_defaults(func=lambda a: print(json.dumps(overlap_probe(a.directory, a.seconds),
+                                                   indent=1)) or 0)
     r = sub.add_parser("report", help="each run's timeline, summarised")
     r.add_argument("out")
     r.add_argument("--profile", action="append", metavar="[LABEL=]PROFILE.json",
@@ -743,8 +817,9 @@ def markdown(rows: list[dict], model: dict) -> str:
             "device, the journal) + runnable, waiting for the core (after its wakeup or a "
             "preemption inside the call).", "",
             "| run | binlog fdatasync (leader) | redo pwrite | redo fdatasync | redo fdatasync "
-            "asleep: overlapping a binlog sync / alone | binlog syncs with another worker's "
-            "prepare begun during them |", "|---|---|---|---|---|---|"]
+            "asleep: overlapping a binlog sync's sleep / alone (n) | binlog fdatasync asleep: "
+            "overlapping a redo sync's sleep / alone (n) | binlog syncs with another worker's "
+            "prepare begun during them |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         g = r.get("groups")
         if g is None or "binlog fdatasync" not in g:
@@ -756,10 +831,13 @@ def markdown(rows: list[dict], model: dict) -> str:
                     f"{_us(p, 'waiting for the core')}")
         ov = g["redo fdatasync asleep, overlapping a binlog sync"]
         al = g["redo fdatasync asleep, alone"]
+        bo = g["binlog fdatasync asleep, overlapping a redo sync"]
+        ba = g["binlog fdatasync asleep, alone"]
         share = g.get("syncs with a prepare begun during them")
         out.append(f"| {r['run']} | {piece('binlog fdatasync')} | {piece('redo pwrite')} | "
                    f"{piece('redo fdatasync')} | {_mean(ov)} ({ov['n']}) / {_mean(al)} "
-                   f"({al['n']}) | {'-' if share is None else f'{100 * share:.0f}%'} |")
+                   f"({al['n']}) | {_mean(bo)} ({bo['n']}) / {_mean(ba)} ({ba['n']}) | "
+                   f"{'-' if share is None else f'{100 * share:.0f}%'} |")
     if model:
         out += ["", "The same backlogs through the model (reference engine, closed backlog), "
                 "mean µs a transaction:", "",
