@@ -149,7 +149,7 @@ def parse_tz(command: str, name: str | None) -> str | None:
     line if the machine's zone database does not know it."""
     from .cli import UsageError
     from .replay import zone_info
-    if name is None or name == "UTC":
+    if name is None or name.upper() == "UTC":
         return None
     try:
         zone_info(name)

@@ -161,13 +161,14 @@ def zone_info(name: str | None):
     """The tzinfo of an IANA zone name (None or "UTC": UTC); ValueError in one line if the
     system's zone database (or the tzdata package) has no such zone."""
     import datetime
-    if name is None or name == "UTC":
+    if name is None or name.upper() == "UTC":
         return datetime.timezone.utc
     import zoneinfo
     try:
         return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        raise ValueError(f"{name!r} is not a time zone this machine knows (an IANA name such "
+        said = repr(name) if len(name) <= 60 else repr(name[:60]) + "..."
+        raise ValueError(f"{said} is not a time zone this machine knows (an IANA name such "
                          f"as UTC, Europe/Paris or America/New_York)") from None
 
 
