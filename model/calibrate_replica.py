@@ -225,12 +225,13 @@ def fsync_ms(directory: str, n: int = 50) -> float:
 
 # The O_DIRECT write probe mirrors the redo log it prices: ib_logfile0 is created at its full
 # size and then overwritten in place, round and round (a circular log), so a commit's write
-# never allocates a block nor grows the file. A fresh file written from offset 0 did both (ext4
-# allocates the block and converts its extent in the journal on the write's completion), which
-# read 2-3x slower than the overwrites after it: the probe's first round, the spread between
-# calibrations (50-255 µs on one VM; docs/calibration.md). The scratch file is written out in
-# full and synced before it is timed, then overwritten sequentially a block at a time,
-# `DIRECT_WARMUP` writes untimed first.
+# never allocates a block nor grows the file, where a fresh file's first writes do both (ext4
+# allocates the block and converts its extent in the journal when the write completes). The
+# scratch file is written out in full and synced before it is timed, then overwritten
+# sequentially a block at a time, `DIRECT_WARMUP` writes untimed first. Side by side on the
+# 2-core VM (docs/calibration.md, "The redo write probe") the fresh file read no slower there
+# (medians 49.5 against 48.7 µs over 10 repeats): the probe's spread between calibrations is
+# the host's drift, which this does not remove.
 DIRECT_FILE_BYTES = 1 << 20
 DIRECT_BLOCK = 4096
 DIRECT_WARMUP = 16
