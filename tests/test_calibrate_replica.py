@@ -394,3 +394,35 @@ def test_a_file_system_refusing_o_direct_leaves_nothing_behind(tmp_path, monkeyp
     assert io_cpu_us(str(tmp_path), n=1, rounds=1) is None
     assert list(tmp_path.iterdir()) == []
 
+
+# ---------------------------------------------------------------- a relaxed commit's redo writes
+# Measured (traces/record/redo_writes.py, docs/lag-check.md "The relaxed commit's redo writes"):
+# a relaxed replica with its binlog and an O_DIRECT redo log makes 2.0 device writes a serial
+# transaction (prepare, then the commit records after the binlog's group commit), 1.0-1.05 at
+# W=4: InnoDB writes its log one write at a time, each covering every record logged before it.
+
+def _makespan(profile, workers, n=200):
+    """The last commit of `n` independent transactions in one group (a closed backlog); the
+    compiled engine is held to the same by tests/engine_diff.py's relaxed profiles."""
+    from commitsched.schedulers import run_scheduler
+    txns = list(trace_from_dicts([
+        {"seq": i, "writes": [f"d.t/PRIMARY={i}"], "commit_id": 1,
+         "flags": ["transactional", "allow_parallel"], "events": 5, "rows": 2, "bytes": 400}
+        for i in range(1, n + 1)]).txns)
+    ends = []
+    run_scheduler("commit_id+mariadb_conservative", iter(txns), workers, profile,
+                  lambda r: ends.append(r.commit), engine="reference")
+    return max(ends)
+
+
+def test_a_relaxed_groups_redo_write_rides_on_the_next_prepares():
+    p = replace_profile(BASE, log_write=100.0, cores=2)
+    relaxed = p.with_durability("relaxed")
+    assert relaxed.redo_write_shared
+    assert not p.redo_write_shared                                  # durable: a sync each
+    assert not BASE.with_durability("relaxed").redo_write_shared    # a buffered log: no write
+    apart = replace_profile(relaxed, redo_write_shared=False)
+    # one worker: nothing else is in flight, the group writes its own records
+    assert _makespan(relaxed, 1) == _makespan(apart, 1)
+    # four: the group's write is a wait, not a device write nor a core's work
+    assert _makespan(relaxed, 4) < _makespan(apart, 4)
