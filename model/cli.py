@@ -284,6 +284,21 @@ def _score(args, inp, profile, bugs, started: float) -> int:
                           skip_unfit=not args.scheduler_given, z3_bound=args.z3_bound,
                           z3_timeout=args.z3_timeout, jobs=args.jobs,
                           cluster=getattr(args, "cluster", None))
+    from .lag_cli import _spread
+    ends, windows = _spread(profile, "score")
+    if ends:
+        # a profile calibrated from several windows: the same sweep at each end of its spread
+        from .scoring import with_apply_ranges
+        fed = [n for n in dict.fromkeys(r["scheduler"] for r in results if "error" not in r)]
+        at_ends = {end: score_trace(trace, fed, args.workers, p, bugs=bugs,
+                                    tracker_options=lambda t: _tracker_options(args, t),
+                                    applier_options=_applier_options(args), skip_unfit=False,
+                                    z3_bound="off", jobs=args.jobs,
+                                    cluster=getattr(args, "cluster", None),
+                                    progress=lambda text, end=end: progress(
+                                        f"at the {end} calibrated pace: {text}"))
+                   for end, p in ends.items()}
+        with_apply_ranges(results, at_ends)
     progress.done()
     if mysql is not None:
         for r in results:
@@ -292,7 +307,7 @@ def _score(args, inp, profile, bugs, started: float) -> int:
         _emit(json.dumps(results, indent=2) + "\n", args.output)
     else:
         table = format_table(results, trace_path=inp.label, profile=profile,
-                             transactions=trace.count)
+                             transactions=trace.count, windows=windows)
         if mysql is not None:
             table += f"\n{mysql.describe()} (version from {args.mysql_origin})\n"
         _emit(table, args.output)
@@ -524,14 +539,22 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Replay INPUT (a trace, or binlog files imported on the "
                                    "fly) under each scheduler and worker count and "
                                    "report makespan, throughput, speedup over serial, efficiency, "
-                                   "per-worker use, blocked time by cause and the lower bound.")
+                                   "per-worker use, blocked time by cause and the lower bound. "
+                                   "With a profile `calibrate` fitted from several windows "
+                                   "(--repeat N, --samples), each run is made again at the "
+                                   "slowest and the fastest calibrated pace, and the apply "
+                                   "time's range is listed under the table.")
     _add_input_arguments(s)
     s.add_argument("--scheduler", action="append", metavar="S",
                    help=SCHEDULER_HELP + " (repeatable; default: every scheduler the trace "
                         "supports)")
     s.add_argument("--workers", type=_workers, default=[1, 2, 4, 8], metavar="LIST",
                    help="worker counts, e.g. 1,2,4,8 (default)")
-    s.add_argument("--json", action="store_true", help="one JSON object per (scheduler, workers)")
+    s.add_argument("--json", action="store_true",
+                   help="one JSON object per (scheduler, workers); with a profile calibrated "
+                        "from several windows also makespan_range (µs) and throughput_range "
+                        "(txn/s): [low, high] over the run at the median, the slowest and the "
+                        "fastest calibrated pace")
     s.add_argument("-o", "--output", help="write to this file instead of standard output")
     s.add_argument("--quiet", action="store_true", help="no progress line")
     s.add_argument("--jobs", type=_positive_int, default=None, metavar="N",

@@ -15,9 +15,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .metrics import PER_SECOND
-from .replay import Replayer, SourceTimes, lag_over_time
+from .replay import Replayer, SourceTimes, lag_over_time, shown_clock
 from .schedulers import SchedulerError, parse_scheduler
 from .simcore import Deadlock
+# the calibration spread's ends and each answer's range: model/spread.py's, shared with
+# `report` and `score` (spread_ends re-exported: lag_check and the tests import it from here)
+from .spread import SPREAD_ENDS, add_ranges, spread_ends  # noqa: F401
 
 _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(us|ms|min|s|m|h|d)")
@@ -73,7 +76,7 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
         "headroom": round(headroom, 3),
         "headroom_is_bound": bound,
         "max_lag_s": round(float(first[worst]) / PER_SECOND, 6),
-        "max_lag_at": times.clock(float(two.source[worst])),
+        "max_lag_at": times.iso(float(two.source[worst])),
         "p50_lag_s": round(float(np.percentile(first, 50)) / PER_SECOND, 6),
         "p99_lag_s": round(float(np.percentile(first, 99)) / PER_SECOND, 6),
         "mean_lag_s": round(float(first.mean()) / PER_SECOND, 6),
@@ -194,7 +197,8 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
         wrote = (f"{count:,} transactions in {human_seconds(span * s)} from {since} "
                  f"({_rate(count / (span * s))} txn/s)" if span > 0 else
                  f"{count:,} transactions at once at {at}")
-        out.update(kind="burst", burst_from=at, burst_transactions=count,
+        out.update(kind="burst", burst_from=times.iso(float(source[j0])),
+                   burst_transactions=count,
                    burst_s=round(span * s, 6),
                    burst_rate=None if span <= 0 else round(count / (span * s), 3),
                    text=f"a burst: the source wrote {wrote}, faster than the "
@@ -208,7 +212,8 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
     shortfall = rate / applied
     at = times.clock(float(source[members[0]]))
     par, usual_par = float(execs[members].sum()) / wait, float(execs.sum()) / closed
-    out.update(stretch_from=at, stretch_transactions=int(count),
+    out.update(stretch_from=times.iso(float(source[members[0]])),
+               stretch_transactions=int(count),
                stretch_rate=round(applied * PER_SECOND, 3),
                stretch_parallelism=round(par, 3), usual_parallelism=round(usual_par, 3),
                stretch_mean_exec_s=round(mean_exec * s, 6),
@@ -293,6 +298,27 @@ def lag_sweep(trace, times: SourceTimes, schedulers: Sequence[str], workers: Seq
     return results
 
 
+def file_gaps(source: dict | None) -> list[str]:
+    """The gaps between binlog files that import recorded in the trace's header
+    (`import.file_gaps`, model/importers/continuity.py), one line each."""
+    imp = (source or {}).get("import")
+    gaps = imp.get("file_gaps") if isinstance(imp, dict) else None
+    return [str(g) for g in gaps] if isinstance(gaps, list) else []
+
+
+def gaps_words(gaps: Sequence[str], *, drain: bool = False) -> str | None:
+    """What binlog file gaps do to the answers, in words (None: no gap)."""
+    if not gaps:
+        return None
+    k = len(gaps)
+    return (f"the binlog is not whole: import found {k} gap{'s' if k > 1 else ''} between "
+            f"its files ({'each' if k > 1 else 'it'} said below): the replay reads "
+            f"{'each hole' if k > 1 else 'the hole'} as a quiet spell, so the lags, the "
+            f"keeps-up verdict and the headroom" + (" and the drain time" if drain else "")
+            + " are for the binlog as given, not for the source's pace over the transactions "
+              "missing there")
+
+
 def human_seconds(v: float | None) -> str:
     if v is None:
         return "never"
@@ -331,14 +357,15 @@ def cause_words(r: dict) -> str:
     return f", from {cause['text']}" if cause and cause.get("kind") != "none" else ""
 
 
-def behind_words(r: dict) -> str:
+def behind_words(r: dict, zone: str | None = None) -> str:
     """How the lag goes, in words: its maximum when it stays bounded; when it grows, how much
-    further behind each pass of the trace leaves the replica."""
+    further behind each pass of the trace leaves the replica. Clock times in `zone` (UTC)."""
     why = cause_words(r)
+    at = shown_clock(r["max_lag_at"], zone)
     if r["keeps_up"]:
-        return f"it lags at most {human_seconds(r['max_lag_s'])} ({r['max_lag_at']}){why}"
+        return f"it lags at most {human_seconds(r['max_lag_s'])} ({at}){why}"
     text = (f"its lag grows without bound: {human_seconds(r['max_lag_s'])} behind at worst "
-            f"over the trace ({r['max_lag_at']})")
+            f"over the trace ({at})")
     growth = r.get("lag_growth_per_lap_s")
     if growth is not None and growth > 0:
         text += (f", then {human_seconds(growth)} more every {human_seconds(r['lap_s'])} of "
@@ -346,7 +373,7 @@ def behind_words(r: dict) -> str:
     return text + (f"; the worst lag over the trace is{why.removeprefix(',')}" if why else "")
 
 
-def verdict(r: dict) -> str:
+def verdict(r: dict, zone: str | None = None) -> str:
     """One result in words: does it keep up, with what headroom, and its worst lag."""
     name = f"{r['scheduler']} with {r['workers']} worker{'s' if r['workers'] > 1 else ''}"
     if "error" in r:
@@ -359,7 +386,7 @@ def verdict(r: dict) -> str:
         text = f"{name} does not keep up: it applies {head} of today's pace"
     if flips:
         text += " " + r["keeps_up_words"][r["keeps_up_words"].index("(but"):]
-    text += "; " + behind_words(r)
+    text += "; " + behind_words(r, zone)
     if "drain_s" in r:
         text += (f"; after {human_seconds(r['backlog_s'])} stopped it catches up in "
                  f"{human_seconds(r['drain_s'])}" if r["drain_s"] is not None
@@ -381,6 +408,7 @@ DRAIN_LEGEND = (" drain: from the restart until the lag is back to what it would
 
 def format_table(results: list[dict], *, label: str, times: SourceTimes, profile_text: str,
                  notes: list[str], windows: int = 0) -> str:
+    """The text output (clock times in `times.zone`, UTC by default)."""
     busiest, at = times.busiest()
     n = times.count
     busy = (f"busiest minute {_rate(busiest)} txn/s (from {times.clock(at)})"
@@ -421,7 +449,7 @@ def format_table(results: list[dict], *, label: str, times: SourceTimes, profile
         lines += spans + [""]
     best = best_result(results)
     if best is not None:
-        lines.append(verdict(best))
+        lines.append(verdict(best, times.zone))
         lines.append("")
     lines += textwrap.wrap(LEGEND + (DRAIN_LEGEND if drain else ""), 100)
     return "\n".join(lines) + "\n"
@@ -439,49 +467,6 @@ def best_result(results: list[dict]) -> dict | None:
 
 
 # ---------------------------------------------------------------------------- ranges
-
-# The ends of a calibration's spread (model/calibrate_replica.py ManyFit): the profile's terms
-# each at its slowest and its fastest calibrated window's
-SPREAD_ENDS = ("slowest", "fastest")
-
-
-def spread_ends(profile) -> dict | None:
-    """The profile at each end of its calibration's spread ({"slowest": Profile, "fastest":
-    Profile}), at the profile's own durability, binlog setting and cores; None when it was
-    calibrated from one window (no spread). ValueError (one line) if the spread is malformed."""
-    from dataclasses import replace
-    from .calibrate_replica import machine_terms
-    spread = (profile.fitted_from or {}).get("spread")
-    if not spread:
-        return None
-    known = machine_terms(profile)
-    out = {}
-    for end in SPREAD_ENDS:
-        terms = spread.get(end) if isinstance(spread, dict) else None
-        bad = not isinstance(terms, dict) or any(not _term_ok(known, k, v)
-                                                  for k, v in terms.items())
-        if bad:
-            raise ValueError(f"profile {profile.name}: its calibration spread's {end!r} end is "
-                             f"malformed (fitted_from.spread.{end} must give the profile's "
-                             f"terms)")
-        rest = {k: v for k, v in profile.fitted_from.items() if k != "spread"}
-        machine = replace(profile, **terms, durability=spread.get("durability", "durable"),
-                          fitted_from=rest, name=f"{profile.name} ({end} calibrated pace)")
-        out[end] = replace(machine.with_durability(profile.durability), cores=profile.cores,
-                           log_replica_updates=profile.log_replica_updates)
-    return out
-
-
-def _term_ok(known: dict, key: str, value) -> bool:
-    """A spread end's term: one of the profile's, a switch as a switch, a cost as a finite
-    number not below 0."""
-    if key not in known:
-        return False
-    if isinstance(known[key], bool):
-        return isinstance(value, bool)
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and bool(np.isfinite(value)) and value >= 0)
-
 
 def keeps_up_words(r: dict) -> str:
     """The keeps-up verdict with its range: whether it flips between the calibrated paces."""
@@ -504,25 +489,14 @@ def with_ranges(results: list[dict], at_ends: dict) -> None:
     the same sweep): `keeps_up_slowest`, `keeps_up_fastest`, `keeps_up_words`,
     `headroom_range`, `max_lag_s_range`, and with a backlog `drain_s_range` ([low, high]; a
     high of None: at some calibrated pace it never drains)."""
-    by = {end: {(r["scheduler"], r["workers"]): r for r in rs} for end, rs in at_ends.items()}
+    ends = add_ranges(results, at_ends, ("headroom", "max_lag_s", "drain_s"),
+                      unbounded=("drain_s",))
     for r in results:
-        if "error" in r:
-            continue
-        ends = [by[end].get((r["scheduler"], r["workers"])) for end in SPREAD_ENDS]
-        if any(e is None or "error" in e for e in ends):
-            r["range_note"] = "not replayed at every end of the calibration's spread"
-            continue
-        trio = [r] + ends
-        r["keeps_up_slowest"], r["keeps_up_fastest"] = ends[0]["keeps_up"], ends[1]["keeps_up"]
-        r["keeps_up_words"] = keeps_up_words(r)
-        for key in ("headroom", "max_lag_s"):
-            values = [x[key] for x in trio]
-            r[key + "_range"] = [min(values), max(values)]
-        if "drain_s" in r:
-            values = [x["drain_s"] for x in trio]
-            finite = [v for v in values if v is not None]
-            r["drain_s_range"] = [min(finite) if finite else None,
-                                  None if len(finite) < len(values) else max(finite)]
+        pair = ends.get((r["scheduler"], r["workers"])) if "error" not in r else None
+        if pair is not None:
+            r["keeps_up_slowest"], r["keeps_up_fastest"] = (pair[0]["keeps_up"],
+                                                            pair[1]["keeps_up"])
+            r["keeps_up_words"] = keeps_up_words(r)
 
 
 def _span(pair, fmt) -> str:

@@ -7,7 +7,7 @@ import datetime
 import json
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 def _duration(text: str) -> float:
@@ -19,18 +19,28 @@ def _duration(text: str) -> float:
 
 
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d+)?))?$")
-ZONE_NOTE = ("read as UTC, the zone of the binlog's timestamps and of every time lag prints, "
-             "unless an ISO date-time carries its own offset")
+
+
+def zone_note(zone: str | None) -> str:
+    """How a clock time given without an offset is read."""
+    if zone is None or zone == "UTC":
+        return ("read as UTC, the zone of the binlog's timestamps and of every time lag prints "
+                "(--tz to choose another), unless an ISO date-time carries its own offset")
+    return (f"read in {zone} (--tz), the zone of every time lag prints, unless an ISO "
+            f"date-time carries its own offset")
+
+
+ZONE_NOTE = zone_note(None)
 
 
 @dataclass(frozen=True)
 class ClockTime:
-    """A `--backlog-at` given as a time of day (HH:MM[:SS], UTC) or an ISO date-time
-    (UTC unless it carries an offset): turned into seconds from the trace's first commit once
-    the trace's times are known (`backlog_offset`)."""
+    """A `--backlog-at` given as a time of day (HH:MM[:SS]) or an ISO date-time, read in
+    `--tz` (UTC by default) unless it carries an offset: turned into seconds from the trace's
+    first commit once the trace's times are known (`backlog_offset`)."""
     text: str
     time_of_day: datetime.time | None = None
-    moment: datetime.datetime | None = None
+    moment: datetime.datetime | None = None      # naive unless `zoned`
     zoned: bool = False              # the ISO date-time carried its own offset
 
 
@@ -52,64 +62,109 @@ def _when(text: str) -> float | ClockTime:
             raise argparse.ArgumentTypeError(
                 f"{text!r} is not an ISO date-time (e.g. 2026-11-27T02:10 or "
                 f"2026-11-27 02:10:30+01:00)") from None
-        zoned = moment.tzinfo is not None
-        if not zoned:
-            moment = moment.replace(tzinfo=datetime.timezone.utc)
-        return ClockTime(t, moment=moment, zoned=zoned)
+        return ClockTime(t, moment=moment, zoned=moment.tzinfo is not None)
     try:
         return _duration(t)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
             f"expected an offset from the trace's first commit (90s, 2h30m), a time of day "
-            f"(02:10, 02:10:30; UTC) or an ISO date-time (2026-11-27T02:10), got {text!r}"
-        ) from None
+            f"(02:10, 02:10:30; in --tz, UTC by default) or an ISO date-time "
+            f"(2026-11-27T02:10), got {text!r}") from None
+
+
+def _wall_to_utc(wall: datetime.datetime, tz, text: str) -> datetime.datetime:
+    """A wall-clock time (naive) in zone `tz` as a UTC instant; UsageError for a time the
+    zone skips (clocks going forward) or holds twice (going back: give the offset)."""
+    from .cli import UsageError
+    utc = datetime.timezone.utc
+    first, second = (wall.replace(tzinfo=tz, fold=f).astimezone(utc) for f in (0, 1))
+    if first.astimezone(tz).replace(tzinfo=None) != wall:
+        raise UsageError(f"lag: --backlog-at {text}: {wall:%Y-%m-%d %H:%M:%S} does not exist "
+                         f"in {tz} (the clocks skip it)")
+    if first != second:
+        a, b = (x.astimezone(tz) for x in (first, second))
+        raise UsageError(f"lag: --backlog-at {text}: {wall:%Y-%m-%d %H:%M:%S} happens twice in "
+                         f"{tz} (the clocks go back): give its offset, "
+                         f"{a.isoformat(timespec='minutes')} or "
+                         f"{b.isoformat(timespec='minutes')}")
+    return first
 
 
 def backlog_offset(at: float | ClockTime, times) -> tuple[float, str | None]:
     """(seconds from the trace's first commit, a note saying which instant a clock time was
-    read as) for `--backlog-at`; UsageError for a clock time the binlog does not hold, one
-    that falls on several of its days, or a trace whose times are not clock times."""
+    read as) for `--backlog-at`, read in `times.zone` (UTC by default); UsageError for a clock
+    time the binlog does not hold, one that falls on several of its days, one the zone skips or
+    holds twice, or a trace whose times are not clock times."""
     from .cli import UsageError
     from .metrics import PER_SECOND
+    from .replay import zone_info
     if not isinstance(at, ClockTime):
         return at, None
     if times.epoch is None:
         raise UsageError(f"lag: --backlog-at {at.text}: this trace's commit times count from "
                          f"its start, not clock times; give an offset from its first commit "
                          f"(e.g. 2h)")
-    utc = datetime.timezone.utc
-    start = datetime.datetime.fromtimestamp(times.epoch, utc)
-    end = datetime.datetime.fromtimestamp(times.epoch + times.period / PER_SECOND, utc)
-    span = (f"its commits run from {start:%Y-%m-%d %H:%M:%S} to {end:%Y-%m-%d %H:%M:%S} UTC"
-            f" ({ZONE_NOTE})")
+    tz = zone_info(times.zone)
+    start = datetime.datetime.fromtimestamp(times.epoch, tz)
+    end = datetime.datetime.fromtimestamp(times.epoch + times.period / PER_SECOND, tz)
+    note = zone_note(times.zone)
+    span = (f"its commits run from {start:%Y-%m-%d %H:%M:%S} to {end:%Y-%m-%d %H:%M:%S %Z}"
+            f" ({note})")
     if at.moment is not None:
-        candidates = [at.moment] if start <= at.moment <= end else []
+        moment = at.moment if at.zoned else _wall_to_utc(at.moment, tz, at.text)
+        candidates = [moment] if start <= moment <= end else []
     else:
         candidates = []
         day = start.date()
         while day <= end.date():
-            moment = datetime.datetime.combine(day, at.time_of_day, utc)
-            if start <= moment <= end:
+            wall = datetime.datetime.combine(day, at.time_of_day)
+            try:
+                moment = _wall_to_utc(wall, tz, at.text)
+            except UsageError:
+                if start <= wall.replace(tzinfo=tz) <= end:
+                    raise
+                moment = None           # a day of the binlog's span the time is not in
+            if moment is not None and start <= moment <= end:
                 candidates.append(moment)
             day += datetime.timedelta(days=1)
     if not candidates:
         raise UsageError(f"lag: --backlog-at {at.text} is not in the binlog: {span}")
     if len(candidates) > 1:
-        days = ", ".join(f"{c:%Y-%m-%d}" for c in candidates)
+        local = [c.astimezone(tz) for c in candidates]
+        days = ", ".join(f"{c:%Y-%m-%d}" for c in local)
         raise UsageError(f"lag: --backlog-at {at.text} falls on {len(candidates)} days of the "
                          f"binlog ({days}): give the date too, e.g. "
-                         f"{candidates[-1]:%Y-%m-%dT%H:%M}")
+                         f"{local[-1]:%Y-%m-%dT%H:%M}")
     moment = candidates[0]
     offset = (moment - start).total_seconds()
     from .lag import human_seconds
-    how = "its offset turned into UTC" if at.zoned else ZONE_NOTE
-    return offset, (f"the SQL thread stops at {moment.astimezone(utc):%Y-%m-%d %H:%M:%S} UTC "
+    how = (f"its offset turned into {times.zone or 'UTC'}" if at.zoned else note)
+    return offset, (f"the SQL thread stops at {moment.astimezone(tz):%Y-%m-%d %H:%M:%S %Z} "
                     f"(--backlog-at {at.text}, {how}), "
                     f"{human_seconds(offset)} after the trace's first commit")
 
 
+def parse_tz(command: str, name: str | None) -> str | None:
+    """`--tz`: the IANA zone name to show clock times in (None for UTC); UsageError in one
+    line if the machine's zone database does not know it."""
+    from .cli import UsageError
+    from .replay import zone_info
+    if name is None or name.upper() == "UTC":
+        return None
+    try:
+        zone_info(name)
+    except ValueError as e:
+        raise UsageError(f"{command}: --tz {e}") from None
+    return name
+
+
+TZ_HELP = ("show clock times in this IANA time zone (e.g. Europe/Paris, America/New_York; "
+           "default UTC); JSON keeps them in UTC, ISO 8601 with the offset")
+
+
 def cmd_lag(args) -> int:
     from .cli import check_output
+    args.tz = parse_tz("lag", getattr(args, "tz", None))
     check_output(args.output)             # before the replays, not after
     from .inputs import opened
     if args.system != "async":
@@ -133,7 +188,7 @@ def cmd_lag(args) -> int:
 def _lag(args, inp, profile, bugs, started: float) -> int:
     from .cli import (TraceSource, _applier_options, _emit, _mysql_defaults, _mysql_schedulers,
                       _tracker_options)
-    from .lag import format_table, lag_sweep
+    from .lag import file_gaps, format_table, gaps_words, lag_sweep
     from .progress import Progress
     from .replay import ReplayError, source_times
     from .trace import TraceError
@@ -144,7 +199,7 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
     progress(f"reading {inp.label}")
     trace = TraceSource(inp.trace)
     try:
-        times = source_times(trace.txns())
+        times = replace(source_times(trace.txns()), zone=args.tz)
         times.check_pace()
     except ReplayError as e:
         raise TraceError(inp.label, None, str(e)) from None
@@ -159,8 +214,13 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
     held = times.held_back_note()
     if held:
         notes.append(held)
-    # transactions missing between the binlog files given (import's warning, continuity.py)
-    notes += list(getattr(inp.stats, "file_gaps", None) or ())
+    # transactions missing between the binlog files given (import's warning, continuity.py,
+    # kept in the trace's header: binlogs imported now, or a trace imported before)
+    gaps = file_gaps(trace.source) or list(getattr(inp.stats, "file_gaps", None) or ())
+    if gaps:
+        notes += [gaps_words(gaps, drain=args.backlog is not None)] + gaps
+    if args.tz:
+        notes.append(f"clock times are shown in {args.tz} (--tz); JSON keeps them in UTC")
     backlog_at = 0.0
     if args.backlog is not None:
         backlog_at, said = backlog_offset(args.backlog_at, times)
@@ -196,9 +256,9 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
     progress.done()
     for r in results:
         if args.backlog is not None and "error" not in r:
-            # the stop's start, as an offset and as the instant it is (UTC)
+            # the stop's start, as an offset and as the instant it is (UTC, ISO 8601)
             r["backlog_at_s"] = round(backlog_at, 6)
-            r["backlog_at"] = times.clock(backlog_at * PER_SECOND)
+            r["backlog_at"] = times.iso(backlog_at * PER_SECOND)
         r["timestamps"] = "spread over each second" if times.whole_seconds else "µs"
         r["notes"] = notes
         if unmeasured:
@@ -212,17 +272,17 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
     return 0
 
 
-def _spread(profile) -> tuple[dict | None, int]:
+def _spread(profile, command: str = "lag") -> tuple[dict | None, int]:
     """The profile at its calibration spread's ends, and how many windows it was calibrated
-    from (None, 0: one window, or not calibrated by `calibrate`)."""
+    from (None, 0: one window, or not calibrated by `calibrate`); a malformed spread is one
+    line (UsageError)."""
     from .cli import UsageError
-    from .lag import spread_ends
+    from .spread import calibrated_windows, spread_ends
     try:
         ends = spread_ends(profile)
     except ValueError as e:
-        raise UsageError(f"lag: {e}") from None
-    windows = (profile.fitted_from or {}).get("windows")
-    return ends, (len(windows) if isinstance(windows, list) else 0)
+        raise UsageError(f"{command}: {e}") from None
+    return ends, calibrated_windows(profile)
 
 
 def add_subcommands(sub, add_model_options) -> None:
@@ -262,9 +322,13 @@ def add_subcommands(sub, add_model_options) -> None:
                    help="when the stop begins: an offset from the trace's first commit (2h, "
                         "90s; default 0), a time of day (02:10, 02:10:30) or an ISO date-time "
                         "(2026-11-27T02:10, or with its offset: ...T03:10+01:00). Clock times "
-                        "are UTC, the zone of the binlog's timestamps and of every time lag "
-                        "prints; one the binlog does not hold, or a time of day on several of "
-                        "its days, is refused")
+                        "are read in --tz (UTC by default), the zone every time lag prints is "
+                        "shown in; one the binlog does not hold, a time of day on several of "
+                        "its days, or a wall time the zone skips or holds twice (a DST "
+                        "change: give the offset), is refused")
+    p.add_argument("--tz", metavar="ZONE", help=TZ_HELP + "; --backlog-at's clock times are "
+                   "read in it too. A name the machine's zone database does not know is "
+                   "refused")
     p.add_argument("--delay", type=_duration, default=0.0, metavar="DURATION",
                    help="delivery delay: each transaction reaches the relay log this long after "
                         "its source commit (default 0); lags include it")
@@ -282,13 +346,15 @@ def add_subcommands(sub, add_model_options) -> None:
     p.add_argument("--json", action="store_true",
                    help="a JSON list, one object per (scheduler, workers): scheduler, "
                         "workers, keeps_up, headroom (headroom_is_bound: the search's limit), "
-                        "max_lag_s, max_lag_at, max_lag_cause (kind: delivery_delay, "
+                        "max_lag_s, max_lag_at (UTC, ISO 8601: 2026-11-27T02:10:00+00:00, "
+                        "whatever --tz), max_lag_cause (kind: delivery_delay, "
                         "big_transaction, own_apply, burst, low_parallelism or heavy_stretch; text; "
                         "the "
                         "figures read), p50/p99/mean_lag_s, lag_growth_per_lap_s, "
                         "lap_s, apply_rate and write_rate (txn/s), straight_line_headroom, "
                         "lag_over_time ([source s, lag s] pairs), notes; with --backlog also "
-                        "backlog_s, backlog_at_s and backlog_at (when the stop begins, UTC), "
+                        "backlog_s, backlog_at_s and backlog_at (when the stop begins, UTC, "
+                        "ISO 8601 with its offset, as max_lag_at), "
                         "drain_s (null when it never drains), drain_note, "
                         "straight_line_drain_s. With a profile calibrated from several "
                         "windows also each answer's range, replayed at the slowest and the "

@@ -70,6 +70,8 @@ class SourceTimes:
     held_back_most: float = 0.0
     held_back_files: int = 0
     held_back_files_most: float = 0.0
+    # the IANA zone clock times are shown in (`--tz`; None: UTC); JSON keeps UTC (`iso`)
+    zone: str | None = None
 
     @property
     def count(self) -> int:
@@ -138,14 +140,50 @@ class SourceTimes:
         return best / window * PER_SECOND, best_at
 
     def clock(self, at: float) -> str:
-        """A source time (µs from the first commit) as users read it: UTC wall time when the
-        stamps are Unix time, else seconds from the trace's start."""
+        """A source time (µs from the first commit) as users read it: wall time in `zone`
+        (UTC by default) when the stamps are Unix time, else seconds from the trace's start."""
+        if self.epoch is None:
+            return f"{at / PER_SECOND:.1f} s into the trace"
+        return shown_clock(self.iso(at), self.zone)
+
+    def iso(self, at: float) -> str:
+        """A source time for JSON: UTC, ISO 8601 with its offset (2026-11-27T02:10:00+00:00),
+        whatever zone the text shows; seconds into the trace when not Unix time."""
         if self.epoch is None:
             return f"{at / PER_SECOND:.1f} s into the trace"
         import datetime
         when = datetime.datetime.fromtimestamp(self.epoch + at / PER_SECOND,
                                                datetime.timezone.utc)
-        return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+        return when.isoformat(timespec="seconds")
+
+
+def zone_info(name: str | None):
+    """The tzinfo of an IANA zone name (None or "UTC": UTC); ValueError in one line if the
+    system's zone database (or the tzdata package) has no such zone."""
+    import datetime
+    if name is None or name.upper() == "UTC":
+        return datetime.timezone.utc
+    import zoneinfo
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        said = repr(name) if len(name) <= 60 else repr(name[:60]) + "..."
+        raise ValueError(f"{said} is not a time zone this machine knows (an IANA name such "
+                         f"as UTC, Europe/Paris or America/New_York)") from None
+
+
+def shown_clock(value: str, zone: str | None = None) -> str:
+    """A clock time as the text shows it, in `zone` (UTC by default): '2026-11-27 03:10:00
+    CET' from a JSON time ('2026-11-27T02:10:00+00:00'); anything else (seconds into the
+    trace) as it is."""
+    import datetime
+    try:
+        when = datetime.datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return value
+    if when.tzinfo is None:
+        return value
+    return when.astimezone(zone_info(zone)).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def source_times(txns: Iterable) -> SourceTimes:

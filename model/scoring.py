@@ -10,7 +10,7 @@ import os
 import signal
 from typing import Callable, Iterator, Sequence
 
-from .metrics import RunMetrics, bound_for, heuristic_bounds, heuristic_bounds_for
+from .metrics import PER_SECOND, RunMetrics, bound_for, heuristic_bounds, heuristic_bounds_for
 from .profiles import Profile
 from .progress import TICK_SECONDS, note_of, tick_of
 from .schedulers import DEFAULT_SCHEDULERS, SchedulerError, parse_scheduler, run_scheduler
@@ -504,8 +504,45 @@ def _fmt(v, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
+def with_apply_ranges(results: list[dict], at_ends: dict) -> None:
+    """Each result's apply time range from the same sweep at the ends of the profile's
+    calibration spread (`at_ends`: end -> results; model/spread.py): `makespan_range` (µs) and
+    `throughput_range` (txn/s), [low, high]."""
+    from .spread import add_ranges
+    add_ranges(results, at_ends, ("makespan", "throughput"))
+
+
+def apply_ranges_text(results: list[dict], windows: int) -> list[str]:
+    """The text output's block of apply time ranges (`with_apply_ranges`), or nothing."""
+    import textwrap
+    rows = [r for r in results if "makespan_range" in r]
+    if not rows:
+        return []
+    lines = textwrap.wrap(f"ranges: the profile was calibrated from {windows} windows; each run "
+                          f"made again at the slowest and the fastest calibrated pace (each "
+                          f"term at its slowest / fastest window's fit): the apply time of the "
+                          f"whole trace, closed backlog", 100)
+    prev = None
+    for r in rows:
+        lo, hi = r["makespan_range"]
+        tlo, thi = r.get("throughput_range") or (None, None)
+        name = r["scheduler"] if r["scheduler"] != prev else ""
+        prev = r["scheduler"]
+        rate = (f" ({_fmt(tlo, '.1f')} to {_fmt(thi, '.1f')} txn/s)" if tlo is not None else "")
+        lines.append(f"  {name:<40} {r['workers']:>3} {_seconds(lo)} to {_seconds(hi)}{rate}")
+    return lines
+
+
+def _seconds(us: float) -> str:
+    """An apply time, three figures: '1.26 s', '840 ms', '2.5 min'."""
+    from .lag import human_seconds
+    if us >= 60 * PER_SECOND:
+        return human_seconds(us / PER_SECOND)
+    return f"{us / PER_SECOND:.3g} s" if us >= PER_SECOND else f"{us / 1e3:.3g} ms"
+
+
 def format_table(results: list[dict], *, trace_path: str, profile: Profile,
-                 transactions: int) -> str:
+                 transactions: int, windows: int = 0) -> str:
     lines = [f"trace {trace_path}: {transactions} transactions; {profile_line(profile)}",
              f"  ({profile.provenance})", ""]
     header = (f"{'scheduler':<40} {'W':>3} {'makespan':>12} {'txn/s':>11} {'speedup':>8} "
@@ -538,6 +575,9 @@ def format_table(results: list[dict], *, trace_path: str, profile: Profile,
                      f"{_fmt(r.get('efficiency_vs_bound'), '>6.2f')} {r['retries']:>5}  "
                      f"{top_text:<24} {pw}")
     lines.append("")
+    spans = apply_ranges_text(results, windows)
+    if spans:
+        lines += spans + [""]
     lines.append("speedup: serial makespan / makespan; band: where the measured speedup fell "
                  "around the profile's predictions on its calibration (10th-90th percentile); "
                  "eff: speedup / W; bound: max(work/W, "

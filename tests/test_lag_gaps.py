@@ -59,7 +59,7 @@ def test_backlog_at_takes_a_clock_time_in_utc(tmp_path, capsys, at):
                       "--backlog-at", at, "--json")
     assert rc == 0
     (row,) = json.loads(out)
-    assert row["backlog_at"] == "2026-09-21 14:40:00 UTC"
+    assert row["backlog_at"] == "2026-09-21T14:40:00+00:00"          # UTC, ISO 8601
     assert row["backlog_at_s"] == pytest.approx(26 * 60 + 39.5)
     assert any(n.startswith("the SQL thread stops at 2026-09-21 14:40:00 UTC") and "UTC" in n
                for n in row["notes"])

@@ -308,7 +308,7 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
                  whatif: bool = True, progress: Callable[[str], None] = lambda s: None,
                  wait_counts: Sequence[int] = WAIT_COUNTS, jobs: int = 1,
                  whatif_sample: int | None = SAMPLE_DEFAULT, cluster: bool = False,
-                 schedulers_given: bool | None = None) -> Report:
+                 schedulers_given: bool | None = None, zone: str | None = None) -> Report:
     """`trace` has `.txns()`, `.count`, `.source` (commitsched.cli.TraceSource). `jobs` > 1:
     the independent work (the tracker passes, the scaling sweep's (scheduler, W) runs, then
     the runs of the schedule windows, the blame section and the what-ifs) runs in that many
@@ -404,7 +404,7 @@ def build_report(trace, *, path: str, profile: Profile, workers: Sequence[int],
     planned_lag = keeping_up.plan(tasks, trace, profile, lag_picks, workers,
                                   tracker_options=tracker_options,
                                   applier_options=applier_options, bugs=bugs,
-                                  sample=whatif_sample,
+                                  sample=whatif_sample, zone=zone,
                                   closed={key: m.makespan for key, (m, _) in kept.items()
                                           if key[0] != "serial"}) if lag_picks else None
     blamed = picks[-1] if picks else None   # the server default when it differs from the best

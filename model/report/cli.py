@@ -80,8 +80,11 @@ def cmd_report(args) -> int:
         raise UsageError(f"report: --window must be at least 1, got {args.window}")
     args.whatif_sample = _whatif_sample(args.whatif_sample, UsageError)
     from ..inputs import opened
+    from ..lag_cli import _spread, parse_tz
+    args.tz = parse_tz("report", args.tz)
     started = time.monotonic()
     profile = _profile(args)
+    _spread(profile, "report")            # a malformed calibration spread: one line, now
     bugs = _bugs(args)
     with opened("report", args.trace, schema=args.schema, skip_bad=args.skip_bad,
                 quiet=args.quiet, schema_from=args.schema_from) as inp:
@@ -108,7 +111,7 @@ def _report(args, inp, profile, bugs, started: float) -> int:
                           whatif=not args.no_whatif, progress=progress,
                           jobs=default_jobs(args.jobs), whatif_sample=args.whatif_sample,
                           cluster=args.certification,
-                          schedulers_given=bool(args.scheduler))
+                          schedulers_given=bool(args.scheduler), zone=args.tz)
     if mysql is not None:
         report.data["mysql"] = dict(mysql.to_json(), origin=args.mysql_origin,
                                     text=mysql.describe())
@@ -155,6 +158,7 @@ def cmd_explain(args) -> int:
 def add_subcommands(sub, add_model_options) -> None:
     from ..cli import (SCHEDULER_HELP, _add_input_arguments, _add_mysql_option, _positive_int,
                        _workers, add_engine_option)
+    from ..lag_cli import TZ_HELP
     from ..profiles import DEFAULT_PROFILE
     r = sub.add_parser(
         "report", help="an HTML (or Markdown) report of a trace or binlogs: workers, "
@@ -165,7 +169,13 @@ def add_subcommands(sub, add_model_options) -> None:
                     "tracking? why is my replica not using its workers? should I delay commits "
                     "on the source? Predictions are for the machine profile's replica "
                     "(default `replica16`: a real MariaDB replica measured on 16 cores), with "
-                    "the band its calibration residuals give.")
+                    "the band its calibration residuals give. Will the replica keep up: the "
+                    "trace replayed as it arrived, for the recommended configuration and the "
+                    "server default; with a profile `calibrate` fitted from several windows, "
+                    "each keeping-up answer and the headroom by worker count are also made at "
+                    "the slowest and the fastest calibrated pace and given as a range (a band "
+                    "in the headroom figure); gaps between the binlog files that import found "
+                    "are said there (docs/reports.md).")
     _add_input_arguments(r)
     r.add_argument("-o", "--output", metavar="DIR", help="write the page (and report.json) here")
     r.add_argument("--format", choices=["html", "md"], default="html",
@@ -199,6 +209,7 @@ def add_subcommands(sub, add_model_options) -> None:
                         "not the whole trace; the report names the window. The scaling sweep "
                         "always uses the whole trace. 0: the what-ifs use the whole trace too "
                         "(default 200000)")
+    r.add_argument("--tz", metavar="ZONE", help=TZ_HELP + " (the keeping-up section's times)")
     r.add_argument("--quiet", action="store_true", help="no progress line")
     r.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                    help="run the independent simulation runs (the (scheduler, W) sweep, then "

@@ -88,6 +88,9 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
     (up for ≥, down for <) at the plot's edge when beyond it, off the line, and left out of
     the y range, so that it neither reads as a measured point nor squashes the real ones."""
     pts = [(x, y) for s in series for x, y in s["points"] if y is not None]
+    # a band that is itself an answer (a range, not a calibration band) sets the y range too
+    pts += [(x, v) for s in series if s.get("band_in_range")
+            for x, lo, hi in s.get("band", ()) for v in (lo, hi) if v is not None]
     pts += [(x, None) for s in series for x, _, _ in s.get("bounds", ())]
     legend_w = 300
     left, right, top, bottom = 62, legend_w + 14, 34, 46
@@ -136,9 +139,23 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
             c = s.get("colour") or colour(i)
             edge = [f"{X(x):.1f},{Y(min(hi, y1)):.1f}" for x, _, hi in band] + [
                 f"{X(x):.1f},{Y(max(lo, y0)):.1f}" for x, lo, _ in reversed(band)]
+            label = s.get("band_label", "calibration band")
             out.append(f'<polygon points="{" ".join(edge)}" fill="{c}" fill-opacity="0.13" '
                        f'stroke="none" clip-path="url(#{clip})"><title>{esc(s["name"])}: '
-                       f'calibration band</title></polygon>')
+                       f'{esc(label)}</title></polygon>')
+        if s.get("band_in_range"):
+            # error bars: each x's range, also where a band of one point draws no polygon
+            c = s.get("colour") or colour(i)
+            for x, lo, hi in band:
+                out.append(f'<line x1="{X(x):.1f}" x2="{X(x):.1f}" y1="{Y(hi):.1f}" '
+                           f'y2="{Y(lo):.1f}" stroke="{c}" stroke-width="1.2">'
+                           + f'<title>{esc(s["name"])}: {esc(xlabel)} {x} -> {fmt(lo)} to '
+                             f'{fmt(hi)}{esc(s.get("unit", unit))} '
+                             f'({esc(s.get("band_label", "range"))})</title></line>')
+                for y in (lo, hi):
+                    out.append(f'<line x1="{X(x) - 4:.1f}" x2="{X(x) + 4:.1f}" '
+                               f'y1="{Y(y):.1f}" y2="{Y(y):.1f}" stroke="{c}" '
+                               f'stroke-width="1.2"/>')
     ly = top + 4
     for i, s in enumerate(series):
         c = s.get("colour") or colour(i)
@@ -176,6 +193,11 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
         if style == "solid":
             out.append(_marker(MARKERS[i % len(MARKERS)], lx + 11, ly, c, s["name"]))
         out.append(f'<text x="{lx + 28}" y="{ly + 4:.1f}" font-size="11">{esc(name)}</text>')
+        ly += 17
+    ranged = next((s for s in series if s.get("band_in_range") and s.get("band")), None)
+    if ranged is not None:
+        out.append(f'<text x="{left + pw + 14}" y="{ly + 4:.1f}" font-size="11">band and bars: '
+                   f'{esc(ranged.get("band_label", "range"))}</text>')
         ly += 17
     if any(s.get("bounds") for s in series):
         out.append(f'<text x="{left + pw + 14}" y="{ly + 4:.1f}" font-size="11">hollow arrowhead: '

@@ -155,6 +155,12 @@ def figures(report: Report) -> dict[str, tuple[str, str]]:
             "multiplied by with the replica still keeping up (bisected to 1%); below the dotted "
             "line it falls behind today. A hollow arrowhead is a bound, not a value: the "
             f"search stopped at its limit (≥ {HEADROOM_LIMIT:g}x, or < 1/{HEADROOM_LIMIT:g}x)."
+            + (f" The profile was calibrated from {ku['calibration_windows']} windows: the "
+               f"shaded band (with a bar at each worker count) runs from the headroom at the "
+               f"slowest to the one at the fastest calibrated pace (each term at its slowest / "
+               f"fastest window's fit), the host's drift, not the model's error."
+               if any("range" in r for rows in ku["headroom"].values() for r in rows)
+               else "")
             + (
                 f" Bisected on the middle {ku['headroom_sample']['transactions']:,} "
                 f"transactions." if ku.get("headroom_sample") else ""),
@@ -484,7 +490,13 @@ def headroom_series(headroom: dict) -> list[dict]:
                "points": [(r["workers"], r["headroom"]) for r in rows
                           if "headroom" in r and not r.get("is_bound")],
                "bounds": [(r["workers"], r["headroom"], "≥" if r["headroom"] >= 1 else "<")
-                          for r in rows if "headroom" in r and r.get("is_bound")]}
+                          for r in rows if "headroom" in r and r.get("is_bound")],
+               # a profile calibrated from several windows: the headroom at the slowest and
+               # the fastest calibrated pace, shaded (and its y range drawn), bounds left out
+               "band": [(r["workers"], *r["range"]) for r in rows
+                        if "range" in r and not r.get("range_is_bound")],
+               "band_label": "slowest to fastest calibrated pace",
+               "band_in_range": True}
               for name, rows in headroom.items()]
     ws = ([w for s in series for w, _ in s["points"]]
           + [w for s in series for w, _, _ in s["bounds"]]) or [1]
