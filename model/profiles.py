@@ -223,7 +223,9 @@ class Profile:
         # twice: at prepare (the commit step) and for the commit record after the binlog's group
         # commit (innodb_flush_log_at_trx_commit=2 writes at both; a durable replica syncs at
         # prepare only). Campaign G's capped disk counted 2.0 device writes a relaxed serial
-        # transaction (docs/lag-check.md); `group_sync` drops the second without a binlog.
+        # transaction, perf 2.0 serial and 1.0 at W=4 (docs/lag-check.md): with more than one
+        # worker the second rides on the next prepare's write (`redo_write_shared`);
+        # `group_sync` drops it without a binlog.
         band = tuple(self.bands.get("relaxed", self.band))
         write_cpu = min(self.log_write_cpu, self.log_write)
         grouped = self.commit_grouped and self.log_write > 0
