@@ -28,6 +28,7 @@ import atexit
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -227,6 +228,8 @@ def summarize(pwrites, syncs, issues, log_writes, names: dict[int, str], applied
         "log_device_writes_inside_a_pwrite_per_txn": round(
             sum(len(p["device_writes"]) for p in pwrites) / applied, 3),
         "log_pwrites_that_waited_for_the_device_per_txn": round(waited / applied, 3),
+        # issue to completion, of the requests whose completion was matched by sector and
+        # length (a subset: `n`); the applier's pwrite latency is the figure to read
         "log_device_write_latency_us": quantiles([r["latency_us"] for r in log_writes
                                                   if r["latency_us"] is not None]),
         "log_device_write_bytes": quantiles([512 * r["n"] for r in log_writes]),
@@ -341,6 +344,10 @@ def markdown(records: list[dict]) -> str:
 def cmd_measure(a) -> int:
     if os.geteuid() != 0:
         raise SystemExit("redo_writes: measure needs root (perf's tracepoints, mysql's servers)")
+    for tool in ("perf", "filefrag"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"redo_writes: {tool} not found (apt-get install "
+                             f"{'linux-perf' if tool == 'perf' else 'e2fsprogs'})")
     runs = a.runs.split(",")
     for r in runs:
         if r not in RUNS + MORE_RUNS:
