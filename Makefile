@@ -394,6 +394,17 @@ record:
 # gives the measurement the machine alone (this project's VM: /work/bin/measure), if any.
 GALERA_OUT ?= traces/calibration/galera
 MEASURE ?=
+# Issue 27 (docs/lag-check.md, "The relaxed commit's redo writes"): perf's tracepoints on a live
+# replica's drains, relaxed serial and W=1/2/4/8 and durable serial, the redo log's pwrites and
+# device writes per transaction, ib_logfile0's open flags, the O_DIRECT probes just before each
+# (root; ~4 minutes under MEASURE=/work/bin/measure), then the probe old and new side by side.
+REDO_WRITES = traces/calibration/redo_writes
+.PHONY: redo-writes
+redo-writes: python-deps
+	$(MEASURE) $(PY) traces/record/redo_writes.py measure --out $(REDO_WRITES)/new
+	$(MEASURE) $(PY) traces/record/redo_writes.py measure --out $(REDO_WRITES)/new_w \
+		--runs relaxed-conservative-2,relaxed-optimistic-2,relaxed-conservative-1,relaxed-optimistic-8,relaxed-serial-1
+	$(MEASURE) $(PY) traces/record/redo_writes.py probes --out $(REDO_WRITES)/new_probes --dir . --repeats 10 --gap 3
 .PHONY: galera-measure galera-fit
 galera-measure: python-deps
 	$(MEASURE) $(PY) traces/record/galera_measure.py fsync --out $(GALERA_OUT)

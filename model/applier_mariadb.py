@@ -75,10 +75,17 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     current: list[TxnRun | None] = [None] * workers
     cpus = CpuPool(profile.cores, heap, counter, profile.per_core_queues) if profile.cores else None
     disk = Disk() if profile.shared_disk else None
-    stage = CommitStage(sync, True, heap, counter, sync_cpu=profile.sync_cpu, cpus=cpus,
+    # a relaxed replica's commit records, written after the binlog's group commit, ride on the
+    # next prepare's redo write when another worker has a transaction in flight (InnoDB writes
+    # all it has logged; the members find their records written or wait for that write): the
+    # group waits for a write, but issues none, on no core and not on the disk
+    # (Profile.redo_write_shared; serial and W=1 write them themselves)
+    rides = profile.redo_write_shared and workers > 1
+    stage = CommitStage(sync, True, heap, counter,
+                        sync_cpu=0.0 if rides else profile.sync_cpu, cpus=cpus,
                         member_cpu=profile.commit_serial,
                         member_cost=profile.member_cost if profile.commit_byte else None,
-                        wakeup=profile.wakeup, disk=disk)
+                        wakeup=profile.wakeup, disk=None if rides else disk)
     wakeup = profile.wakeup             # a waiting thread runs this long after it is signalled
     dispatch_cost = profile.dispatch_cost
     # without the replica's binlog: one-phase commits handed on in order, then the redo flush

@@ -124,6 +124,16 @@ class Profile:
     # replica's `commit_cpu` (`with_durability`), where a durable one's is the write and its
     # sync. 0: the write costs no CPU (a buffered log, or not measured).
     log_write_cpu: float = 0.0
+    # `redo_write_shared`: a relaxed replica's unbuffered redo log (`log_write` > 0) with its
+    # binlog is written at prepare and again for the commit records after the binlog's group
+    # commit (innodb_flush_log_at_trx_commit=2). InnoDB writes everything it has logged, so with
+    # another worker's transaction in flight the next prepare's write covers the group's
+    # records: the members wait for a write but none is issued for them (no device write, no
+    # CPU). Measured on the 2-core VM (traces/record/redo_writes.py, docs/lag-check.md "The
+    # relaxed commit's redo writes"): 2.0 device writes a transaction serial, 1.0-1.04 at W=4
+    # where the binlog groups alone would add 0.6-0.75. Set by `with_durability`; the MariaDB
+    # applier uses it with more than one worker (applier_mariadb).
+    redo_write_shared: bool = False
     # `per_core_queues`: with cores modelled, each core has its own run queue, as Linux keeps
     # them (simcore.CpuPool): a thread that finds every core busy waits on the core that woke it
     # even when another core frees first. Off: one shared first-come-first-served queue.
@@ -213,12 +223,14 @@ class Profile:
         # twice: at prepare (the commit step) and for the commit record after the binlog's group
         # commit (innodb_flush_log_at_trx_commit=2 writes at both; a durable replica syncs at
         # prepare only). Campaign G's capped disk counted 2.0 device writes a relaxed serial
-        # transaction (docs/lag-check.md); `group_sync` drops the second without a binlog.
+        # transaction, perf 2.0 serial and 1.0 at W=4 (docs/lag-check.md): with more than one
+        # worker the second rides on the next prepare's write (`redo_write_shared`);
+        # `group_sync` drops it without a binlog.
         band = tuple(self.bands.get("relaxed", self.band))
         write_cpu = min(self.log_write_cpu, self.log_write)
+        grouped = self.commit_grouped and self.log_write > 0
         return replace(self, sync=self.log_write, sync_cpu=write_cpu, commit_default=0.0,
-                       commit_cpu=write_cpu,
-                       commit_grouped=self.commit_grouped and self.log_write > 0,
+                       commit_cpu=write_cpu, commit_grouped=grouped, redo_write_shared=grouped,
                        durability="relaxed", band=band)
 
     @property

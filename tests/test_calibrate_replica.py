@@ -326,3 +326,103 @@ def test_a_window_with_a_bad_sustained_write_probe_is_refused(tmp_path):
     path.write_text(json.dumps(obj))
     with pytest.raises(CalibrateError, match="write_sustained_ms"):
         Window.from_file(str(path))
+
+
+# ---------------------------------------------------------------- the O_DIRECT write probe's file
+# InnoDB's redo log is a preallocated file overwritten in place (circular): the probe's writes
+# must not allocate blocks or grow the file, which a fresh file's first writes did (2-3x slower:
+# the spread between calibrations, docs/calibration.md). O_DIRECT is taken away here so that the
+# file handling is tested on any file system (tmpfs refuses O_DIRECT).
+
+def _spy_writes(monkeypatch):
+    import os
+    seen = []
+    real = os.pwrite
+
+    def pwrite(fd, data, offset):
+        st = os.fstat(fd)
+        seen.append((offset, st.st_size, st.st_blocks * 512))
+        return real(fd, data, offset)
+    monkeypatch.setattr(os, "O_DIRECT", 0)
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    return seen
+
+
+def test_the_write_probe_overwrites_a_preallocated_file_in_place(tmp_path, monkeypatch):
+    from commitsched.calibrate_replica import (DIRECT_BLOCK, DIRECT_FILE_BYTES, DIRECT_WARMUP,
+                                               direct_write_ms)
+    seen = _spy_writes(monkeypatch)
+    ms = direct_write_ms(str(tmp_path), n=10)
+    assert ms is not None and ms >= 0
+    assert len(seen) == DIRECT_WARMUP + 10              # the warm-up writes are not timed
+    # every write lands inside a file already at its full size and allocated: none grows it
+    assert all(size == DIRECT_FILE_BYTES and allocated >= DIRECT_FILE_BYTES
+               for _, size, allocated in seen)
+    offsets = [o for o, _, _ in seen]
+    assert offsets == [DIRECT_BLOCK * i for i in range(len(seen))]   # sequential, one block each
+    assert list(tmp_path.iterdir()) == []               # removed
+
+
+def test_the_write_probe_wraps_around_its_file(tmp_path, monkeypatch):
+    from commitsched.calibrate_replica import DIRECT_BLOCK, DIRECT_FILE_BYTES, in_place_offset
+    blocks = DIRECT_FILE_BYTES // DIRECT_BLOCK
+    assert in_place_offset(blocks - 1) == DIRECT_FILE_BYTES - DIRECT_BLOCK
+    assert in_place_offset(blocks) == 0
+
+
+def test_the_sustained_and_cpu_probes_write_in_place_too(tmp_path, monkeypatch):
+    from commitsched.calibrate_replica import DIRECT_FILE_BYTES, io_cpu_us, write_sustained_ms
+    seen = _spy_writes(monkeypatch)
+    assert write_sustained_ms(str(tmp_path), seconds=0.01) is not None
+    assert io_cpu_us(str(tmp_path), n=3, rounds=1) is not None
+    assert seen and all(size == DIRECT_FILE_BYTES for _, size, _ in seen)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_system_refusing_o_direct_leaves_nothing_behind(tmp_path, monkeypatch):
+    import os
+    from commitsched.calibrate_replica import direct_write_ms, io_cpu_us, write_sustained_ms
+    real = os.open
+
+    def refusing(path, flags, *a):
+        if flags & os.O_DIRECT:
+            raise OSError(22, "Invalid argument")
+        return real(path, flags, *a)
+    monkeypatch.setattr(os, "open", refusing)
+    assert direct_write_ms(str(tmp_path)) is None
+    assert write_sustained_ms(str(tmp_path), seconds=0.01) is None
+    assert io_cpu_us(str(tmp_path), n=1, rounds=1) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- a relaxed commit's redo writes
+# Measured (traces/record/redo_writes.py, docs/lag-check.md "The relaxed commit's redo writes"):
+# a relaxed replica with its binlog and an O_DIRECT redo log makes 2.0 device writes a serial
+# transaction (prepare, then the commit records after the binlog's group commit), 1.0-1.05 at
+# W=4: InnoDB writes its log one write at a time, each covering every record logged before it.
+
+def _makespan(profile, workers, n=200):
+    """The last commit of `n` independent transactions in one group (a closed backlog); the
+    compiled engine is held to the same by tests/engine_diff.py's relaxed profiles."""
+    from commitsched.schedulers import run_scheduler
+    txns = list(trace_from_dicts([
+        {"seq": i, "writes": [f"d.t/PRIMARY={i}"], "commit_id": 1,
+         "flags": ["transactional", "allow_parallel"], "events": 5, "rows": 2, "bytes": 400}
+        for i in range(1, n + 1)]).txns)
+    ends = []
+    run_scheduler("commit_id+mariadb_conservative", iter(txns), workers, profile,
+                  lambda r: ends.append(r.commit), engine="reference")
+    return max(ends)
+
+
+def test_a_relaxed_groups_redo_write_rides_on_the_next_prepares():
+    p = replace_profile(BASE, log_write=100.0, cores=2)
+    relaxed = p.with_durability("relaxed")
+    assert relaxed.redo_write_shared
+    assert not p.redo_write_shared                                  # durable: a sync each
+    assert not BASE.with_durability("relaxed").redo_write_shared    # a buffered log: no write
+    apart = replace_profile(relaxed, redo_write_shared=False)
+    # one worker: nothing else is in flight, the group writes its own records
+    assert _makespan(relaxed, 1) == _makespan(apart, 1)
+    # four: the group's write is a wait, not a device write nor a core's work
+    assert _makespan(relaxed, 4) < _makespan(apart, 4)

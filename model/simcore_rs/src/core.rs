@@ -416,6 +416,10 @@ pub struct CommitStage {
     pub sync_cpu: f64,
     pub member: MemberCost,
     pub wakeup: f64,
+    /// the group's sync goes to the shared disk (`Shared::disk`) when there is one; false: a
+    /// plain wait (simcore.CommitStage's `disk=None`: a relaxed group's records riding on the
+    /// next prepare's write, applier_mariadb)
+    pub on_disk: bool,
 }
 
 impl CommitStage {
@@ -424,7 +428,7 @@ impl CommitStage {
         CommitStage {
             sync, ordered, busy: false, waiting: BTreeMap::new(), next_seq: None, pending: false,
             sync_cpu: if cpus { sync_cpu.min_py(sync) } else { 0.0 },
-            member, wakeup,
+            member, wakeup, on_disk: true,
         }
     }
 }
@@ -541,14 +545,22 @@ impl CommitStage {
             let task = sh.q.new_task();
             sh.execute(task, now, self.sync_cpu + members, SYNC_CPU, Payload::TaskBatch(task, b));
         } else {
-            let end = flush_end(&mut sh.disk, now + members, self.sync);
+            let end = if self.on_disk {
+                flush_end(&mut sh.disk, now + members, self.sync)
+            } else {
+                now + members + self.sync
+            };
             sh.q.push(end, SYNC_END, Payload::Batch(b));
         }
     }
 
     pub fn sync_cpu_done(&mut self, sh: &mut Shared, task: TaskId, b: BatchId, now: f64) {
         sh.release(task, now);
-        let end = flush_end(&mut sh.disk, now, self.sync - self.sync_cpu);
+        let end = if self.on_disk {
+            flush_end(&mut sh.disk, now, self.sync - self.sync_cpu)
+        } else {
+            now + (self.sync - self.sync_cpu)
+        };
         sh.q.push(end, SYNC_END, Payload::Batch(b));
     }
 }

@@ -105,6 +105,7 @@ fn read_profile(d: &Bound<'_, PyDict>) -> PyResult<Profile> {
         per_core_queues: get_bool(d, "per_core_queues")?,
         log_replica_updates: get_bool(d, "log_replica_updates")?,
         log_write: get_f64(d, "log_write")?,
+        redo_write_shared: get_bool(d, "redo_write_shared")?,
     })
 }
 

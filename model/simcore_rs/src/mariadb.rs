@@ -113,7 +113,11 @@ impl<'a> Mariadb<'a> {
         } else {
             MemberCost::PerMember(p.commit_serial)
         };
-        let stage = CommitStage::new(sync, true, p.sync_cpu, has_cpus, member, p.wakeup);
+        // applier_mariadb: a relaxed group's commit records ride on the next prepare's write
+        let rides = p.redo_write_shared && workers > 1;
+        let mut stage = CommitStage::new(sync, true, if rides { 0.0 } else { p.sync_cpu }, has_cpus,
+                                         member, p.wakeup);
+        stage.on_disk = !rides;
         let chain = if p.log_replica_updates {
             None
         } else {

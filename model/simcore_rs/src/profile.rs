@@ -13,6 +13,7 @@ pub const READS: &[&str] = &[
     "dispatch_event", "dispatch_thread", "exec_event", "exec_row", "handoff_event",
     "shared_disk", "coordination_event", "coordination_thread", "shared_lock_thread",
     "commit_byte", "wakeup", "per_core_queues", "log_replica_updates", "log_write",
+    "redo_write_shared",
 ];
 
 #[derive(Clone, Debug, Default)]
@@ -44,6 +45,8 @@ pub struct Profile {
     pub log_replica_updates: bool,
     /// profiles.Profile.log_write: an unbuffered redo log's write, the commit step's least latency
     pub log_write: f64,
+    /// profiles.Profile.redo_write_shared: a binlog group's redo write shares the prepares'
+    pub redo_write_shared: bool,
 }
 
 impl Profile {
