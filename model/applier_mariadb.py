@@ -74,7 +74,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     current: list[TxnRun | None] = [None] * workers
     cpus = CpuPool(profile.cores, heap, counter, profile.per_core_queues) if profile.cores else None
-    disk = Disk() if profile.shared_disk else None
+    disk = Disk(profile.disk_hold) if profile.shared_disk else None
     # a relaxed replica's commit records, written after the binlog's group commit, ride on the
     # next prepare's redo write when another worker has a transaction in flight (InnoDB writes
     # all it has logged; the members find their records written or wait for that write): the

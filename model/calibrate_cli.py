@@ -186,6 +186,14 @@ def summary(result, window, profile, path: str) -> str:
         if rounds and len(rounds) > 1:
             lines.append(f"  the {what} probe: {len(rounds)} rounds, {min(rounds):.3f} to "
                          f"{max(rounds):.3f} ms, median {float(np.median(rounds)):.3f} ms")
+    if result.overlap:
+        hold, slowed, whole = result.overlap
+        lines.append(f"  the disk's serial part: the two logs' syncs at once slowed each other "
+                     f"{slowed:.0f} µs (whole syncs taking turns: {whole:.0f}), over "
+                     f"{len(window.overlap_rounds)} rounds: disk_hold "
+                     + ("the whole sync" if hold is None else f"{hold:.1f} µs"))
+    elif window.overlap_error:
+        lines.append(f"  the disk's serial part was not probed: {window.overlap_error}")
     if window.io_cpu:
         lines.append(f"  the commit's CPU, probed on its disk: the redo log's write and sync "
                      f"{profile.commit_cpu:.1f} µs, the binlog's sync {profile.sync_cpu:.1f} µs "

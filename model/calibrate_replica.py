@@ -37,6 +37,8 @@ from .profiles import Profile
 from .applier_cpu import AppliersCpu
 from .replay import source_times
 from .replica_live import LiveError, mariadb_position, mysql_position
+from .disk_overlap import KINDS as OVERLAP_KINDS, SETTINGS as OVERLAP_SETTINGS
+from . import disk_overlap
 
 FORMAT = "commitsched-replica-window"
 # The base machines' fsync latency (median ms of 512-byte append + fdatasync in the datadir),
@@ -88,6 +90,12 @@ class Window:
     # are their medians, the rounds their spread. None: one round (an older window)
     fsync_ms_rounds: list | None = None
     log_write_ms_rounds: list | None = None
+    # each round of the overlap probe (disk_overlap.probe: the redo log's in-place O_DIRECT
+    # write + fdatasync and the binlog's append + fdatasync, alone and at once, µs), from
+    # which the fit reads `disk_hold`; None: not probed (an older window, a remote replica, or
+    # the probe failed: `overlap_error` says why)
+    overlap_rounds: list | None = None
+    overlap_error: str | None = None
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": 1, **asdict(self)}
@@ -134,6 +142,11 @@ class Window:
                     and v > 0 for v in rounds)):
                 raise CalibrateError(f"{path}: a malformed window ({name} must be a list of "
                                      f"positive numbers of ms)")
+        if w.overlap_rounds is not None and not (isinstance(w.overlap_rounds, list) and all(
+                _overlap_round_ok(r) for r in w.overlap_rounds) and w.overlap_rounds):
+            raise CalibrateError(f"{path}: a malformed window (overlap_rounds must be rounds of "
+                                 f"{', '.join(OVERLAP_KINDS)} syncs, alone and at once, with "
+                                 f"positive mean_us)")
         w.samples = samples
         if w.cpu is not None:
             try:
@@ -145,6 +158,17 @@ class Window:
                 raise CalibrateError(f"{path}: {len(w.cpu)} CPU readings for {len(samples)} "
                                      f"samples")
         return w
+
+
+def _overlap_round_ok(r) -> bool:
+    def stat_ok(x):
+        return (isinstance(x, dict) and all(
+            isinstance(x.get(k), (int, float)) and not isinstance(x.get(k), bool)
+            and math.isfinite(x[k]) and x[k] >= 0 for k in ("mean_us", "gap_us"))
+            and x["mean_us"] > 0)
+    return isinstance(r, dict) and all(
+        isinstance(r.get(s), dict) and all(stat_ok(r[s].get(k)) for k in OVERLAP_KINDS)
+        for s in OVERLAP_SETTINGS)
 
 
 def read_windows(path: str) -> list["Window"]:
@@ -340,6 +364,28 @@ def probe_rounds(probe, directory: str, rounds: int) -> list:
     return [v for v in out if v is not None]
 
 
+# each round of the overlap probe runs each setting this long (s): 1.5 s a round
+OVERLAP_SECONDS = 0.5
+
+
+class _OverlapRounds:
+    """The overlap probe's rounds, taken like the quick probes' (some before the window, the
+    rest after it); the first failure (a directory refusing O_DIRECT) stops it, as one line."""
+
+    def __init__(self):
+        self.rounds: list = []
+        self.error: str | None = None
+
+    def take(self, directory: str, rounds: int) -> None:
+        for _ in range(rounds):
+            if self.error:
+                return
+            try:
+                self.rounds.append(disk_overlap.probe(directory, OVERLAP_SECONDS))
+            except OSError as e:
+                self.error = str(e)
+
+
 def median_of(values: list) -> float | None:
     return round(float(np.median(values)), 4) if values else None
 
@@ -457,6 +503,10 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
         before_rounds = PROBE_ROUNDS - PROBE_ROUNDS // 2
         fsync_rounds = probe_rounds(fsync_ms, d, before_rounds) if d and fsync is None else []
         write_rounds = probe_rounds(direct_write_ms, d, before_rounds) if d else []
+        overlap = _OverlapRounds()
+        if d:
+            progress("probing the disk: the two logs' syncs, alone and at once")
+            overlap.take(d, before_rounds)
         io_cpu = io_cpu_us(d) if d else None
         if cores is None:
             cores = local_cores(s, address)
@@ -511,6 +561,7 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
             if fsync is None:
                 fsync_rounds += probe_rounds(fsync_ms, d, PROBE_ROUNDS - before_rounds)
             write_rounds += probe_rounds(direct_write_ms, d, PROBE_ROUNDS - before_rounds)
+            overlap.take(d, PROBE_ROUNDS - before_rounds)
     finally:
         conn.close()
     if fsync is None:
@@ -524,7 +575,8 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
                   interval, samples, probe_info, fsync, cores, before, after,
                   cpu if readable and cpu else None,
                   appliers.source if readable and cpu else None, log_write, io_cpu, sustained,
-                  fsync_rounds or None, write_rounds or None)
+                  fsync_rounds or None, write_rounds or None, overlap.rounds or None,
+                  overlap.error)
 
 
 def _caught_up(applied_state: str, received_state: str, flavor: str) -> bool:
@@ -678,6 +730,9 @@ class Fit:
     predicted_share: list = field(default_factory=list)   # by worker, largest first
     cpu_measured: float | None = None     # the replica's CPU µs per transaction applied
     prior_flush: float = 1.0              # the fsync probe's flush scale (the prior)
+    # the overlap probe read: (disk_hold or None for the whole sync, measured slowdown µs,
+    # whole syncs' slowdown µs); None: not probed
+    overlap: tuple | None = None
 
 
 @dataclass
@@ -833,6 +888,21 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
         notes.append("the redo log is unbuffered (innodb_log_file_buffering=OFF) but its write "
                      "latency was not probed: a relaxed prediction leaves the write out")
 
+    overlap = None
+    if window.overlap_rounds:
+        # how much of a sync holds the disk: the overlap probe read through simcore.Disk
+        hold, slowed, whole = disk_overlap.hold_from(
+            disk_overlap.median_round(window.overlap_rounds))
+        settings["disk_hold"] = hold
+        overlap = (hold, slowed, whole)
+        notes.append(f"the disk's serial part: the two logs' syncs at once slowed each other by "
+                     f"{slowed:.0f} µs together ({len(window.overlap_rounds)} rounds, medians), "
+                     f"{whole:.0f} had each held the disk whole: disk_hold "
+                     + ("the whole sync" if hold is None else f"{hold:.1f} µs"))
+    elif window.overlap_error:
+        notes.append(f"the disk's serial part was not probed ({window.overlap_error}): each "
+                     f"sync holds the shared disk whole")
+
     def profile_for(cpu_scale: float, flush_scale: float) -> Profile:
         """The machine (durable terms) at these scales, then the replica's durability."""
         return scaled_profile(base, cpu_scale, flush_scale, io_cpu,
@@ -910,6 +980,7 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
                  replayed.drain, scheduler, workers, notes, replayed.worker_share)
     result.cpu_measured = cpu_measured
     result.prior_flush = prior_flush
+    result.overlap = overlap
     return result
 
 
@@ -946,6 +1017,21 @@ def _drain(t: np.ndarray, applied: np.ndarray, received: np.ndarray, start: floa
         if i > 0 and applied[i] >= received[i - 1]:
             return float(t[i] - start)
     return None
+
+
+def _overlap_fitted_from(overlap: tuple, window: Window) -> str:
+    hold, slowed, whole = overlap
+    m = disk_overlap.median_round(window.overlap_rounds)
+    alone = ", ".join(f"{k} {m['alone'][k]['mean_us']:.0f}" for k in OVERLAP_KINDS)
+    at_once = ", ".join(f"{k} {m['at once'][k]['mean_us']:.0f}" for k in OVERLAP_KINDS)
+    return ((f"{hold:.1f}" if hold is not None else "the whole sync")
+            + f": the overlap probe on the replica's disk ({len(window.overlap_rounds)} rounds "
+            f"of {OVERLAP_SECONDS:g} s a setting, medians of the mean µs): the redo log's "
+            f"in-place 4 KiB O_DIRECT write + fdatasync and the binlog's 512-byte append + "
+            f"fdatasync, each from its own thread back to back, alone ({alone}) and at once "
+            f"({at_once}); slowed {slowed:.0f} µs together where whole syncs taking turns "
+            f"would be {whole:.0f}; the hold is what makes simcore.Disk slow them as much "
+            f"(disk_overlap.hold_from)")
 
 
 def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
@@ -992,6 +1078,8 @@ def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
                                     if fit.cpu_measured is not None else
                                     f"fsync probe / {base.name}'s"),
                                 "log_write": f"{p.log_write:.2f}", "base": base.name,
+                                **({"disk_hold": _overlap_fitted_from(fit.overlap, window)}
+                                   if fit.overlap else {}),
                                 **({"commit_cpu, sync_cpu, log_write_cpu":
                                     "the probe's CPU per write and sync on the replica's disk "
                                     "(calibrate_replica.io_cpu_us)"} if window.io_cpu else {})},
@@ -1084,7 +1172,11 @@ def fit_many(windows: list[Window], txns_of: list[list], base: Profile, *,
     def over(func) -> dict:
         out = {}
         for k, v in terms[0].items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
+            if k == "disk_hold":
+                # None: the whole sync held, the longest hold (and the slowest)
+                r = float(func([math.inf if t[k] is None else t[k] for t in terms]))
+                out[k] = None if math.isinf(r) else round(r, 6)
+            elif isinstance(v, bool) or not isinstance(v, (int, float)):
                 out[k] = v                  # a switch of the base's: the same in every fit
             else:
                 out[k] = round(float(func([t[k] for t in terms])), 6)

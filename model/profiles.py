@@ -95,6 +95,13 @@ class Profile:
     # `shared_disk`: the binlog's group sync and the redo flush go to one device that flushes
     # one at a time (ext4's journal commits), so in parallel mode they queue behind each other
     shared_disk: bool = False
+    # `disk_hold`: with `shared_disk`, how much of each flush (µs, from its start) keeps the next
+    # flush waiting: the device's serial part (the cache flush a sync ends with, jbd2's commit),
+    # after which the next flush's writes queue beside the rest. None: the whole flush, one
+    # after the other (every profile before it was probed). Probed by `calibrate`
+    # (calibrate_replica.disk_hold_us: an in-place O_DIRECT write + fdatasync against an
+    # append + fdatasync, alone and at once; docs/calibration.md).
+    disk_hold: float | None = None
     # `coordination_event`: worker CPU per binlog event in parallel mode, on top of
     # `coordination` per transaction, on the worker's path. `coordination_thread`: CPU per event
     # per worker thread beyond the first that the replica burns while threads wait for each
@@ -342,6 +349,9 @@ def _profile_from_json(obj: object, path: str) -> Profile:
               isinstance(value, list) if kind == "tuple" else
               value is None or (isinstance(value, int) and not isinstance(value, bool)
                                 and value >= 1) if kind == "int | None" else
+              value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                and math.isfinite(value) and value >= 0)
+              if kind == "float | None" else
               isinstance(value, (int, float)) and not isinstance(value, bool)
               and math.isfinite(value) and value >= 0)
         if not ok:

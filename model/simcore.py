@@ -81,18 +81,28 @@ class Disk:
     flush at a time. On ext4 every fsync commits the filesystem's journal, and jbd2 commits one
     transaction at a time, so the binlog's group sync and InnoDB's redo flush queue behind each
     other once a parallel replica issues them concurrently (the serial replay never overlaps
-    them, so its fit is unchanged)."""
+    them, so its fit is unchanged).
 
-    __slots__ = ("free_at",)
+    `hold` (the profile's `disk_hold`, µs): how much of each flush, from its start, keeps the
+    next one waiting; the rest of it (the device writing while another request is queued)
+    overlaps the next flush. None: the whole flush, one after the other."""
 
-    def __init__(self):
+    __slots__ = ("free_at", "hold")
+
+    def __init__(self, hold: "float | None" = None):
         self.free_at = 0.0
+        self.hold = hold
 
     def flush(self, now: float, duration: float) -> float:
-        """Reserve the device for `duration` from `now` or when it frees; the flush's end."""
+        """Reserve the device from `now` or when it frees, for `hold` of the flush (all of it
+        when None or longer); the flush's end."""
         start = now if now >= self.free_at else self.free_at
-        self.free_at = start + duration
-        return self.free_at
+        hold = self.hold
+        if hold is None or hold >= duration:
+            self.free_at = start + duration
+            return self.free_at
+        self.free_at = start + hold
+        return start + duration
 
 
 def _flush_end(disk: "Disk | None", now: float, duration: float) -> float:

@@ -51,6 +51,8 @@ def _term_ok(known: dict, key: str, value) -> bool:
     number not below 0."""
     if key not in known:
         return False
+    if key == "disk_hold" and value is None:       # the whole sync held (profiles.Profile)
+        return True
     if isinstance(known[key], bool):
         return isinstance(value, bool)
     return (isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -57,6 +57,9 @@ def profiles() -> list[Profile]:
                                    name="replica16-2cores-shared-queue"))
     out.append(every_term(get_profile("durable"), cores=3, per_core_queues=True,
                           log_replica_updates=False))
+    # the shared device held for part of each flush (disk_hold): flushes overlap past it
+    out.append(every_term(get_profile("durable"), cores=2, disk_hold=0.3))
+    out.append(every_term(get_profile("durable"), disk_hold=0.3))
     out.append(every_term(get_profile("durable"), cores=2, per_core_queues=False,
                           commit_grouped=False, shared_disk=False))
     # relaxed with an unbuffered redo log: the commit step is the log write alone, grouped

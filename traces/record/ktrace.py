@@ -646,56 +646,18 @@ def drain(rig, run: dict, out: str, rate: int, seconds: int) -> dict:
 
 def overlap_probe(directory: str, seconds: float = 3.0) -> dict:
     """Do an in-place sync (the redo log as MariaDB 10.11 writes it: 4 KiB overwritten with
-    O_DIRECT at one offset, then fdatasync) and an append sync (the binlog: 512 bytes appended,
-    then fdatasync, which commits ext4's journal) queue behind each other on this disk? Each
-    timed alone for `seconds`, then both at once (a thread each, back to back: the worst
-    overlap). Median and mean latency (µs) of each kind's fdatasync in each setting."""
-    import mmap
-    import threading
-
-    def loop(kind: str, stop: threading.Event, lat: list) -> None:
-        path = os.path.join(directory, f"ktrace-probe-{kind.replace(' ', '-')}.bin")
-        if kind == "in place":
-            with open(path, "wb") as f:
-                f.write(b"\0" * 4096)
-                os.fsync(f.fileno())
-            fd = os.open(path, os.O_WRONLY | os.O_DIRECT)
-            page = mmap.mmap(-1, 4096)          # page-aligned, as O_DIRECT needs
-        else:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            n = 0
-            while not stop.is_set():
-                if kind == "in place":
-                    n += 1
-                    page[:8] = n.to_bytes(8, "little")
-                    os.pwrite(fd, page, 0)
-                else:
-                    os.write(fd, b"x" * 512)
-                t = time.perf_counter()
-                os.fdatasync(fd)
-                lat.append(time.perf_counter() - t)
-        finally:
-            os.close(fd)
-            os.remove(path)
-
-    def run(kinds) -> dict:
-        stop, lats = threading.Event(), {k: [] for k in kinds}
-        ts = [threading.Thread(target=loop, args=(k, stop, lats[k])) for k in kinds]
-        for t in ts:
-            t.start()
-        time.sleep(seconds)
-        stop.set()
-        for t in ts:
-            t.join()
-        out = {}
-        for k, xs in lats.items():
-            xs.sort()
-            out[k] = {"n": len(xs), "median_us": round(1e6 * xs[len(xs) // 2], 1),
-                      "mean_us": round(1e6 * sum(xs) / len(xs), 1)}
-        return out
-    return {"in place alone": run(["in place"])["in place"],
-            "append alone": run(["append"])["append"], "both at once": run(["in place", "append"])}
+    O_DIRECT, then fdatasync) and an append sync (the binlog: 512 bytes appended, then
+    fdatasync, which commits ext4's journal) queue behind each other on this disk? One round of
+    `commitsched calibrate`'s probe (model/disk_overlap.py: each kind's write + sync alone for
+    `seconds`, then both at once, back to back), µs, and the `disk_hold` it reads."""
+    from commitsched import disk_overlap
+    try:
+        r = disk_overlap.probe(directory, seconds)
+    except OSError as e:
+        raise SystemExit(f"ktrace: overlap-probe: {e}") from None
+    hold, slowed, whole = disk_overlap.hold_from(r)
+    return {**r, "disk_hold_us": hold, "slowed_us": round(slowed, 1),
+            "slowed_if_whole_us": round(whole, 1)}
 
 
 def cmd_measure(a) -> int:

@@ -276,15 +276,26 @@ impl Queue {
 
 // ------------------------------------------------------------------ Disk
 
+/// simcore.Disk: one flush at a time on the device, each holding it for `hold` (the profile's
+/// `disk_hold`, µs) from its start, or all of it when None or longer.
 pub struct Disk {
     pub free_at: f64,
+    pub hold: Option<f64>,
 }
 
 impl Disk {
     pub fn flush(&mut self, now: f64, duration: f64) -> f64 {
         let start = if now >= self.free_at { now } else { self.free_at };
-        self.free_at = start + duration;
-        self.free_at
+        match self.hold {
+            Some(hold) if hold < duration => {
+                self.free_at = start + hold;
+                start + duration
+            }
+            _ => {
+                self.free_at = start + duration;
+                self.free_at
+            }
+        }
     }
 }
 

@@ -66,6 +66,15 @@ fn get_f64(d: &Bound<'_, PyDict>, k: &str) -> PyResult<f64> {
     }
 }
 
+/// A term that may be None (the profile's default), but must be there.
+fn get_opt_f64(d: &Bound<'_, PyDict>, k: &str) -> PyResult<Option<f64>> {
+    match d.get_item(k)? {
+        Some(v) if v.is_none() => Ok(None),
+        Some(v) => Ok(Some(v.extract::<f64>()?)),
+        None => Err(PyValueError::new_err(format!("profile has no {}", k))),
+    }
+}
+
 fn get_bool(d: &Bound<'_, PyDict>, k: &str) -> PyResult<bool> {
     match d.get_item(k)? {
         Some(v) => v.is_truthy(),
@@ -106,6 +115,7 @@ fn read_profile(d: &Bound<'_, PyDict>) -> PyResult<Profile> {
         log_replica_updates: get_bool(d, "log_replica_updates")?,
         log_write: get_f64(d, "log_write")?,
         redo_write_shared: get_bool(d, "redo_write_shared")?,
+        disk_hold: get_opt_f64(d, "disk_hold")?,
     })
 }
 

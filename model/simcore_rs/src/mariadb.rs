@@ -107,7 +107,7 @@ impl<'a> Mariadb<'a> {
         let cpus = p.cores.filter(|&k| k > 0).map(|k| CpuPool::new(k, p.per_core_queues));
         let has_cpus = cpus.is_some();
         let sync = p.group_sync();
-        let disk = if p.shared_disk { Some(Disk { free_at: 0.0 }) } else { None };
+        let disk = if p.shared_disk { Some(Disk { free_at: 0.0, hold: p.disk_hold }) } else { None };
         let member = if p.commit_byte != 0.0 {
             MemberCost::Sum
         } else {

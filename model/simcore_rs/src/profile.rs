@@ -13,7 +13,7 @@ pub const READS: &[&str] = &[
     "dispatch_event", "dispatch_thread", "exec_event", "exec_row", "handoff_event",
     "shared_disk", "coordination_event", "coordination_thread", "shared_lock_thread",
     "commit_byte", "wakeup", "per_core_queues", "log_replica_updates", "log_write",
-    "redo_write_shared",
+    "redo_write_shared", "disk_hold",
 ];
 
 #[derive(Clone, Debug, Default)]
@@ -47,6 +47,9 @@ pub struct Profile {
     pub log_write: f64,
     /// profiles.Profile.redo_write_shared: a binlog group's redo write shares the prepares'
     pub redo_write_shared: bool,
+    /// profiles.Profile.disk_hold: the part of each flush (µs) that holds the shared device;
+    /// None: all of it
+    pub disk_hold: Option<f64>,
 }
 
 impl Profile {

@@ -1,0 +1,163 @@
+"""How much of a sync holds the disk (the profile's `disk_hold`): probed, then read through the
+model's own device (simcore.Disk).
+
+A durable replica's two logs sync to one disk: InnoDB's redo log is overwritten in place with
+O_DIRECT and fdatasync'ed (its prepare), the binlog is appended and fdatasync'ed (its group
+commit), and on a parallel replica the two meet. `probe` times each kind's write + fdatasync
+from its own thread, alone and then both at once, back to back (the densest overlap). If a
+sync held the disk for its whole duration, as `shared_disk` alone assumes, the two would take
+turns and each would wait for all of the other; if nothing were serial they would not slow
+each other. `hold_from` finds the `disk_hold` (µs held from each sync's start) with which
+simcore.Disk, fed the same two loops at their alone durations, slows them as much as
+measured: the probe read through the arithmetic the engines use, so the profile's term means
+what the probe saw.
+
+Measured on the 2-core VM (docs/calibration.md, "The disk's serial part"). ktrace.py's
+`overlap-probe` and `commitsched calibrate` both call `probe`.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from .simcore import Disk
+
+KINDS = ("in place", "append")
+SETTINGS = ("alone", "at once")
+# the simulated loops run this many syncs each: long enough that the start's phase is forgotten
+_SIM_SYNCS = 2000
+
+
+class ProbeError(OSError):
+    pass
+
+
+def _loop(kind: str, directory: str, stop: threading.Event, out: list) -> None:
+    """One thread's syncs of `kind` back to back until `stop`: appends (start, end) of each
+    write + fdatasync (perf_counter seconds)."""
+    from .calibrate_replica import _direct_file, in_place_offset
+    if kind == "in place":
+        with _direct_file(directory, "overlap") as opened:
+            if opened is None:
+                raise ProbeError(f"{directory}: the file system refuses O_DIRECT writes (the "
+                                 f"redo log's in-place write cannot be probed here)")
+            fd, buf = opened
+            i = 0
+            while not stop.is_set():
+                t0 = time.perf_counter()
+                os.pwrite(fd, buf, in_place_offset(i))
+                os.fdatasync(fd)
+                out.append((t0, time.perf_counter()))
+                i += 1
+        return
+    path = os.path.join(directory, f".commitsched-overlap-append-{os.getpid()}")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+    try:
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            os.write(fd, b"x" * 512)
+            os.fdatasync(fd)
+            out.append((t0, time.perf_counter()))
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+def _run(directory: str, kinds: tuple, seconds: float) -> dict:
+    stop = threading.Event()
+    lats = {k: [] for k in kinds}
+    errors: list = []
+
+    def body(kind):
+        try:
+            _loop(kind, directory, stop, lats[kind])
+        except OSError as e:
+            errors.append(e)
+            stop.set()
+    threads = [threading.Thread(target=body, args=(k,)) for k in kinds]
+    for t in threads:
+        t.start()
+    stop.wait(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    if errors:
+        e = errors[0]
+        raise ProbeError(str(e) if isinstance(e, ProbeError) else
+                         f"{directory}: {e.strerror or e}")
+    out = {}
+    for k, spans in lats.items():
+        if len(spans) < 2:
+            raise ProbeError(f"{directory}: fewer than two {k} syncs completed in {seconds:g} s")
+        xs = sorted(t1 - t0 for t0, t1 in spans)
+        mean = sum(xs) / len(xs)
+        # the iteration's time beyond its write + sync (the loop's own, and waits for a core)
+        gap = (spans[-1][0] - spans[0][0]) / (len(spans) - 1) - mean
+        out[k] = {"n": len(xs), "median_us": round(1e6 * xs[len(xs) // 2], 1),
+                  "mean_us": round(1e6 * mean, 1), "gap_us": round(max(0.0, 1e6 * gap), 1)}
+    return out
+
+
+def probe(directory: str, seconds: float = 1.0) -> dict:
+    """One round: each kind alone for `seconds`, then both at once (two threads) for
+    `seconds`. {"alone": {kind: stats}, "at once": {kind: stats}}, stats in µs: n, median,
+    mean, gap (an iteration's time outside its write + sync). ProbeError (one line) where the
+    directory refuses O_DIRECT or the files."""
+    return {"alone": {k: _run(directory, (k,), seconds)[k] for k in KINDS},
+            "at once": _run(directory, KINDS, seconds)}
+
+
+def simulated_waits(durations: tuple, gaps: tuple, hold: float | None) -> tuple:
+    """Mean wait (µs) of each of two threads that issue syncs of `durations` back to back
+    (`gaps` apart) to one simcore.Disk holding `hold` of each: the probe's "at once", modelled.
+    Deterministic: the threads start together, thread 0 first.""" 
+    disk = Disk(hold)
+    issue = [0.0, 0.0]
+    waits = [0.0, 0.0]
+    done = [0, 0]
+    spread = 0.0
+    while min(done) < _SIM_SYNCS:
+        k = 0 if issue[0] <= issue[1] else 1
+        # each sync's duration spread evenly over 0.5-1.5 x its mean (a golden-ratio sequence:
+        # deterministic), as a real disk's vary: fixed durations would lock the two loops
+        # into one phase, whose waits jump with the hold
+        spread = (spread + 0.6180339887498949) % 1.0
+        duration = durations[k] * (0.5 + spread)
+        end = disk.flush(issue[k], duration)
+        waits[k] += end - issue[k] - duration
+        done[k] += 1
+        issue[k] = end + gaps[k]
+    return waits[0] / done[0], waits[1] / done[1]
+
+
+def hold_from(round_: dict, stat: str = "mean_us") -> tuple:
+    """The `disk_hold` (µs; None: the whole sync) that makes simcore.Disk slow the two loops of
+    one probe round as much as measured: (hold, measured inflation µs, the whole hold's
+    modelled inflation µs). The inflation is the two kinds' summed slowdown at once over alone.
+    Bisection: the modelled slowdown grows with the hold, from none at 0 to taking turns at the
+    longest sync."""
+    durations = tuple(round_["alone"][k][stat] for k in KINDS)
+    gaps = tuple(round_["at once"][k]["gap_us"] for k in KINDS)
+    measured = sum(round_["at once"][k][stat] - round_["alone"][k][stat] for k in KINDS)
+    whole = sum(simulated_waits(durations, gaps, None))
+    if measured >= whole:
+        return None, measured, whole
+    if measured <= 0:
+        return 0.0, measured, whole
+    lo, hi = 0.0, 1.5 * max(durations)        # the longest sync simulated_waits issues
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if sum(simulated_waits(durations, gaps, mid)) < measured:
+            lo = mid
+        else:
+            hi = mid
+    return round(hi, 1), measured, whole
+
+
+def median_round(rounds: list) -> dict:
+    """One round of each statistic's median over `rounds` (the figure a calibration takes)."""
+    import numpy as np
+    return {s: {k: {stat: float(np.median([r[s][k][stat] for r in rounds]))
+                    for stat in ("n", "median_us", "mean_us", "gap_us")} for k in KINDS}
+            for s in SETTINGS}
