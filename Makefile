@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-f-median3 ktrace ktrace-report
+        lag-check-i lag-check-i-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -61,6 +61,8 @@ help:
 	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
 	@echo "make ktrace     durable drains under perf on lag_check's rig, and without it (root; ~4 min"
 	@echo "                under MEASURE); ktrace-report: each drain's kernel timeline, the model beside"
+	@echo "make disk-hold-probe  the disk's serial part (disk_hold), calibrate's probe three times, free"
+	@echo "                and on one core (~2 min under MEASURE)"
 	@echo "make lag-check-g  campaign G: the replica on an IOPS-capped disk (root: cgroup v1 blkio;"
 	@echo "                ~20 min under MEASURE); lag-check-g-report: its table in docs/lag-check.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
@@ -323,6 +325,18 @@ ktrace: python-deps
 	$(MEASURE) $(PY) traces/record/ktrace.py measure --out $(KTRACE) --port $(KTRACE_PORT) \
 		--runs $(KTRACE_RUNS)
 	$(MAKE) ktrace-report
+
+# The disk's serial part (`disk_hold`, docs/calibration.md "The disk's serial part"): the overlap
+# probe calibrate takes (model/disk_overlap.py), in rounds, on the rig's disk (/tmp), free and
+# pinned to one core as the rig's replica is; ~2 minutes under MEASURE.
+DISK_HOLD_PROBE = $(KTRACE)/disk-hold-probe
+disk-hold-probe: python-deps
+	mkdir -p $(DISK_HOLD_PROBE)
+	$(MEASURE) sh -c 'for i in 1 2 3; do \
+		$(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 \
+			> $(DISK_HOLD_PROBE)/calibrate-$$i.json && \
+		$(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 --cpu 1 \
+			> $(DISK_HOLD_PROBE)/calibrate-$$i-cpu1.json || exit 1; done'
 
 ktrace-report: python-deps
 	$(PY) traces/record/ktrace.py report $(KTRACE) \

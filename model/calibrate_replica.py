@@ -891,12 +891,11 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
     overlap = None
     if window.overlap_rounds:
         # how much of a sync holds the disk: the overlap probe read through simcore.Disk
-        hold, slowed, whole = disk_overlap.hold_from(
-            disk_overlap.median_round(window.overlap_rounds))
+        hold, slowed, whole = disk_overlap.hold_of(window.overlap_rounds)
         settings["disk_hold"] = hold
         overlap = (hold, slowed, whole)
         notes.append(f"the disk's serial part: the two logs' syncs at once slowed each other by "
-                     f"{slowed:.0f} µs together ({len(window.overlap_rounds)} rounds, medians), "
+                     f"{slowed:.0f} µs together (the median of {len(window.overlap_rounds)} rounds), "
                      f"{whole:.0f} had each held the disk whole: disk_hold "
                      + ("the whole sync" if hold is None else f"{hold:.1f} µs"))
     elif window.overlap_error:
@@ -1030,8 +1029,8 @@ def _overlap_fitted_from(overlap: tuple, window: Window) -> str:
             f"in-place 4 KiB O_DIRECT write + fdatasync and the binlog's 512-byte append + "
             f"fdatasync, each from its own thread back to back, alone ({alone}) and at once "
             f"({at_once}); slowed {slowed:.0f} µs together where whole syncs taking turns "
-            f"would be {whole:.0f}; the hold is what makes simcore.Disk slow them as much "
-            f"(disk_overlap.hold_from)")
+            f"would be {whole:.0f}; each round's hold is what makes simcore.Disk slow its "
+            f"loops as much (disk_overlap.hold_from), the figure their median")
 
 
 def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:

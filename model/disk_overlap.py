@@ -33,9 +33,10 @@ class ProbeError(OSError):
     pass
 
 
-def _loop(kind: str, directory: str, stop: threading.Event, out: list) -> None:
-    """One thread's syncs of `kind` back to back until `stop`: appends (start, end) of each
-    write + fdatasync (perf_counter seconds)."""
+def _loop(kind: str, directory: str, ready: threading.Barrier, stop: threading.Event,
+          out: list) -> None:
+    """One thread's syncs of `kind` back to back until `stop`, once every thread's file is
+    ready: appends (start, end) of each write + fdatasync (perf_counter seconds)."""
     from .calibrate_replica import _direct_file, in_place_offset
     if kind == "in place":
         with _direct_file(directory, "overlap") as opened:
@@ -43,6 +44,7 @@ def _loop(kind: str, directory: str, stop: threading.Event, out: list) -> None:
                 raise ProbeError(f"{directory}: the file system refuses O_DIRECT writes (the "
                                  f"redo log's in-place write cannot be probed here)")
             fd, buf = opened
+            ready.wait()
             i = 0
             while not stop.is_set():
                 t0 = time.perf_counter()
@@ -54,6 +56,7 @@ def _loop(kind: str, directory: str, stop: threading.Event, out: list) -> None:
     path = os.path.join(directory, f".commitsched-overlap-append-{os.getpid()}")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
     try:
+        ready.wait()
         while not stop.is_set():
             t0 = time.perf_counter()
             os.write(fd, b"x" * 512)
@@ -66,18 +69,26 @@ def _loop(kind: str, directory: str, stop: threading.Event, out: list) -> None:
 
 def _run(directory: str, kinds: tuple, seconds: float) -> dict:
     stop = threading.Event()
+    ready = threading.Barrier(len(kinds) + 1)
     lats = {k: [] for k in kinds}
     errors: list = []
 
     def body(kind):
         try:
-            _loop(kind, directory, stop, lats[kind])
+            _loop(kind, directory, ready, stop, lats[kind])
         except OSError as e:
             errors.append(e)
             stop.set()
+            ready.abort()                   # the others (and the timer) go on without it
+        except threading.BrokenBarrierError:
+            pass                            # another thread failed: its error is reported
     threads = [threading.Thread(target=body, args=(k,)) for k in kinds]
     for t in threads:
         t.start()
+    try:
+        ready.wait()                        # every file ready: the seconds start now
+    except threading.BrokenBarrierError:
+        pass
     stop.wait(seconds)
     stop.set()
     for t in threads:
@@ -153,6 +164,17 @@ def hold_from(round_: dict, stat: str = "mean_us") -> tuple:
         else:
             hi = mid
     return round(hi, 1), measured, whole
+
+
+def hold_of(rounds: list) -> tuple:
+    """The rounds' figure: (the median of each round's hold, None when that is the whole sync;
+    the median slowdown µs; the median whole syncs' slowdown µs). Each round's alone and at
+    once are read together, minutes apart from the next round's on a host that drifts."""
+    import numpy as np
+    read = [hold_from(r) for r in rounds]
+    hold = float(np.median([float("inf") if h is None else h for h, _, _ in read]))
+    return (None if hold == float("inf") else round(hold, 1),
+            float(np.median([s for _, s, _ in read])), float(np.median([w for _, _, w in read])))
 
 
 def median_round(rounds: list) -> dict:

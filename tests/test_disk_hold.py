@@ -114,6 +114,15 @@ def test_the_probed_hold_reproduces_the_slowdown_through_the_disk():
     assert more > hold
 
 
+def test_the_rounds_figure_is_the_median_hold_and_the_whole_sync_counts_longest():
+    none, short, long_ = (fake_round((100.0, 200.0), at) for at in
+                          ((100.0, 200.0), (160.0, 240.0), (300.0, 300.0)))
+    assert disk_overlap.hold_of([none, short, long_])[0] == round(
+        disk_overlap.hold_from(short)[0], 1)
+    assert disk_overlap.hold_of([short, long_, long_])[0] is None
+    assert disk_overlap.hold_of([none, none, short])[0] == 0.0
+
+
 def test_the_median_round_takes_each_figure_median():
     rounds = [fake_round((100.0, 200.0), (m, 240.0)) for m in (150.0, 170.0, 400.0)]
     assert disk_overlap.median_round(rounds)["at once"]["in place"]["mean_us"] == 170.0
@@ -146,8 +155,9 @@ def test_calibrate_reads_the_hold_from_the_windows_rounds_and_says_from_what(tmp
     window.overlap_rounds = [fake_round((100.0, 200.0), (m, 240.0)) for m in (150.0, 160.0,
                                                                               170.0)]
     result = fit(window, txns, BASE, cores=1, fsync=BASE_FSYNC)
-    expect, slowed, _ = disk_overlap.hold_from(disk_overlap.median_round(window.overlap_rounds))
+    expect, slowed, _ = disk_overlap.hold_of(window.overlap_rounds)
     assert slowed == 100.0 and result.profile.disk_hold == expect
+    assert expect == round(disk_overlap.hold_from(window.overlap_rounds[1])[0], 1)
     p = described(result, window, BASE, "m")
     assert p.fitted_from["disk_hold"].startswith(f"{expect:.1f}: the overlap probe")
     assert "3 rounds" in p.fitted_from["disk_hold"]

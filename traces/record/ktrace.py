@@ -3,7 +3,7 @@
 
     python traces/record/ktrace.py measure --out DIR [--runs durable-conservative-4,...]
     python traces/record/ktrace.py report DIR [--profile [LABEL=]PROFILE.json ...] [--to DIR]
-    python traces/record/ktrace.py overlap-probe DIR [--seconds 3]
+    python traces/record/ktrace.py overlap-probe DIR [--seconds 3] [--rounds N] [--cpu C]
 
 `measure` (root; perf): lag_check's rig (a MariaDB 10.11 primary on CPU 0, a replica with
 log_slave_updates on CPU 1, its IO thread moved to CPU 0). Per run: the replica's SQL thread
@@ -644,20 +644,35 @@ def drain(rig, run: dict, out: str, rate: int, seconds: int) -> dict:
     return meta
 
 
-def overlap_probe(directory: str, seconds: float = 3.0) -> dict:
+def overlap_probe(directory: str, seconds: float = 3.0, rounds: int = 1,
+                  cpu: int | None = None) -> dict:
     """Do an in-place sync (the redo log as MariaDB 10.11 writes it: 4 KiB overwritten with
     O_DIRECT, then fdatasync) and an append sync (the binlog: 512 bytes appended, then
-    fdatasync, which commits ext4's journal) queue behind each other on this disk? One round of
-    `commitsched calibrate`'s probe (model/disk_overlap.py: each kind's write + sync alone for
-    `seconds`, then both at once, back to back), µs, and the `disk_hold` it reads."""
+    fdatasync, which commits ext4's journal) queue behind each other on this disk? `rounds`
+    rounds of `commitsched calibrate`'s probe (model/disk_overlap.py: each kind's write + sync
+    alone for `seconds`, then both at once, back to back), µs, each with the `disk_hold` it
+    reads, and their medians (the hold's is what calibrate takes). `cpu`: pinned to that core (the
+    rig's replica has one)."""
     from commitsched import disk_overlap
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+
+    def held(r):
+        hold, slowed, whole = disk_overlap.hold_from(r)
+        return {"disk_hold_us": hold, "slowed_us": round(slowed, 1),
+                "slowed_if_whole_us": round(whole, 1)}
+    out = []
     try:
-        r = disk_overlap.probe(directory, seconds)
+        for i in range(rounds):
+            print(f"overlap probe: round {i + 1} of {rounds}", file=sys.stderr, flush=True)
+            r = disk_overlap.probe(directory, seconds)
+            out.append({**r, **held(r)})
     except OSError as e:
         raise SystemExit(f"ktrace: overlap-probe: {e}") from None
-    hold, slowed, whole = disk_overlap.hold_from(r)
-    return {**r, "disk_hold_us": hold, "slowed_us": round(slowed, 1),
-            "slowed_if_whole_us": round(whole, 1)}
+    hold, slowed, whole = disk_overlap.hold_of(out)
+    return {"seconds": seconds, "cpu": cpu, "rounds": out,
+            "median": {**disk_overlap.median_round(out), "disk_hold_us": hold,
+                       "slowed_us": round(slowed, 1), "slowed_if_whole_us": round(whole, 1)}}
 
 
 def cmd_measure(a) -> int:
@@ -709,8 +724,11 @@ def main(argv=None) -> int:
     o = sub.add_parser("overlap-probe", help="do an in-place and an append fdatasync queue "
                        "behind each other on this disk? (what the model's shared_disk assumes)")
     o.add_argument("directory", help="a folder on the disk to probe (the replica's datadir's)")
-    o.add_argument("--seconds", type=float, default=3.0)
-    o.set_defaults(func=lambda a: print(json.dumps(overlap_probe(a.directory, a.seconds),
+    o.add_argument("--seconds", type=float, default=3.0, help="each setting's (default 3)")
+    o.add_argument("--rounds", type=int, default=1)
+    o.add_argument("--cpu", type=int, default=None, help="pin the probe to this core")
+    o.set_defaults(func=lambda a: print(json.dumps(overlap_probe(a.directory, a.seconds,
+                                                                 a.rounds, a.cpu),
                                                    indent=1)) or 0)
     r = sub.add_parser("report", help="each run's timeline, summarised")
     r.add_argument("out")
