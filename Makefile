@@ -332,11 +332,14 @@ ktrace: python-deps
 DISK_HOLD_PROBE = $(KTRACE)/disk-hold-probe
 disk-hold-probe: python-deps
 	mkdir -p $(DISK_HOLD_PROBE)
-	$(MEASURE) sh -c 'for i in 1 2 3; do \
-		$(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 \
-			> $(DISK_HOLD_PROBE)/calibrate-$$i.json && \
-		$(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 --cpu 1 \
-			> $(DISK_HOLD_PROBE)/calibrate-$$i-cpu1.json || exit 1; done'
+	@# one measured command per probe, each on one line (a newline inside MEASURE's command
+	@# would outlive it in /work/.measure-pending)
+	for i in 1 2 3; do \
+		$(MEASURE) $(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 \
+			> $(DISK_HOLD_PROBE)/calibrate-$$i.json || exit 1; \
+		$(MEASURE) $(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 \
+			--cpu 1 > $(DISK_HOLD_PROBE)/calibrate-$$i-cpu1.json || exit 1; \
+	done
 
 ktrace-report: python-deps
 	$(PY) traces/record/ktrace.py report $(KTRACE) \
