@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe
+        lag-check-i lag-check-i-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -62,7 +62,8 @@ help:
 	@echo "make ktrace     durable drains under perf on lag_check's rig, and without it (root; ~4 min"
 	@echo "                under MEASURE); ktrace-report: each drain's kernel timeline, the model beside"
 	@echo "make disk-hold-probe  the disk's serial part (disk_hold), calibrate's probe three times, free"
-	@echo "                and on one core (~2 min under MEASURE)"
+	@echo "                and on one core (~2 min under MEASURE); disk-hold-drains: closed drains between two"
+	@echo "                probes, the model with and without the probed hold beside (root; ~90 s)"
 	@echo "make lag-check-g  campaign G: the replica on an IOPS-capped disk (root: cgroup v1 blkio;"
 	@echo "                ~20 min under MEASURE); lag-check-g-report: its table in docs/lag-check.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
@@ -340,6 +341,15 @@ disk-hold-probe: python-deps
 		$(MEASURE) $(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 \
 			--cpu 1 > $(DISK_HOLD_PROBE)/calibrate-$$i-cpu1.json || exit 1; \
 	done
+
+# Closed drains (no perf) between two overlap probes, then each through the model with and
+# without the probed disk_hold (traces/record/disk_hold_drains.py); root, ~90 s under MEASURE.
+DISK_HOLD_DRAINS = $(KTRACE)/disk-hold-drains
+DISK_HOLD_RUNS = durable-serial-1+noperf,durable-conservative-4+noperf,durable-optimistic-4+noperf,durable-conservative-4+noperf
+disk-hold-drains: python-deps
+	mkdir -p $(DISK_HOLD_DRAINS)
+	$(MEASURE) sh -c '$(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 > $(DISK_HOLD_DRAINS)/probe-before.json && $(PY) traces/record/ktrace.py measure --out $(DISK_HOLD_DRAINS) --port $(KTRACE_PORT) --runs $(DISK_HOLD_RUNS) && $(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 > $(DISK_HOLD_DRAINS)/probe-after.json'
+	$(PY) traces/record/disk_hold_drains.py $(DISK_HOLD_DRAINS) $(KTRACE)/profile-serial-io.json
 
 ktrace-report: python-deps
 	$(PY) traces/record/ktrace.py report $(KTRACE) \
