@@ -173,3 +173,22 @@ def test_calibrate_reads_the_hold_from_the_windows_rounds_and_says_from_what(tmp
     path.write_text(json.dumps(obj))
     with pytest.raises(CalibrateError, match="overlap_rounds must be"):
         Window.from_file(str(path))
+
+
+def test_the_calibrate_command_says_the_hold_and_writes_it(tmp_path, capsys):
+    from commitsched.cli import main
+    from commitsched.trace import write_trace
+    from test_calibrate_replica import BASE_FSYNC, machine, recorded_window, workload
+    txns = workload()
+    window = recorded_window(txns, machine(1.0))
+    window.overlap_rounds = [fake_round((100.0, 200.0), (160.0, 240.0))]
+    w = tmp_path / "window.json"
+    w.write_text(json.dumps(window.to_json()))
+    binlog = tmp_path / "binlog.jsonl"
+    write_trace(str(binlog), txns)
+    out = tmp_path / "mine.json"
+    assert main(["calibrate", "--samples", str(w), "--binlog", str(binlog), "--cores", "1",
+                 "--fsync-ms", str(BASE_FSYNC), "-o", str(out), "--quiet"]) == 0
+    expect = round(disk_overlap.hold_from(window.overlap_rounds[0])[0], 1)
+    assert f"disk_hold {expect:.1f} µs" in capsys.readouterr().out
+    assert get_profile(str(out)).disk_hold == expect
