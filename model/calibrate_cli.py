@@ -266,7 +266,10 @@ def add_subcommands(sub, add_model_options) -> None:
                     "window to fit later with --samples. Several windows (--repeat N, or "
                     "--samples FILE...) are fitted each on its own; the profile keeps each "
                     "term's median and the spread, and lag then gives each answer's range "
-                    "(docs/lag.md).")
+                    "(docs/lag.md). On a replica on this machine its datadir's disk is "
+                    "probed too: the fsync and O_DIRECT write latencies, the commit's CPU, and "
+                    "how much of a sync holds the disk while the redo log and the binlog sync "
+                    "at once (disk_hold, docs/calibration.md).")
     p.add_argument("--replica", metavar="URL",
                    help="mysql://USER[:PASSWORD]@HOST[:PORT] (or ?socket=PATH; password from "
                         "MYSQL_PWD if not in the URL); needs REPLICA MONITOR / REPLICATION "

@@ -6,7 +6,9 @@ Two steps, which the command runs one after the other or apart:
    thread has received) sampled over a window. With a probe, the SQL thread is stopped for the
    given time and started again, and the sampling goes on until the replica has caught up: a
    measured drain. Read-only without a probe. The storage's flush latency is probed in the
-   replica's datadir when that is on this machine and writable (`--fsync-ms` otherwise).
+   replica's datadir when that is on this machine and writable (`--fsync-ms` otherwise), and
+   with it how much of a sync holds the disk when the two logs sync at once (disk_overlap.py:
+   the profile's `disk_hold`).
 2. **Fit** (`fit`): with the binlog of the window, the window is replayed (model/replay.py's
    arrivals: each transaction reaches the replica at its source commit time; the probe's stop
    as a hold) under the replica's own scheduler and settings, on a base profile whose CPU terms
