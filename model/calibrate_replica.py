@@ -1258,6 +1258,15 @@ def described_many(mf: ManyFit, base: Profile, name: str) -> Profile:
                                 "flush_scale": f"{med('flush_scale'):.4f}: the median of "
                                                f"{scales('flush_scale')}",
                                 "log_write": f"{p.log_write:.2f}: the median of the windows'",
+                                **({"disk_hold": (
+                                    ("the whole sync" if p.disk_hold is None
+                                     else f"{p.disk_hold:.1f}")
+                                    + ": the median of the windows' overlap probes ("
+                                    + ", ".join("whole" if f.overlap[0] is None
+                                                else f"{f.overlap[0]:.1f}"
+                                                for f in mf.fits if f.overlap)
+                                    + "; each: calibrate_replica._overlap_fitted_from)")}
+                                   if any(f.overlap for f in mf.fits) else {}),
                                 "base": base.name, "windows": records,
                                 "spread": {"durability": "durable", "slowest": mf.slowest,
                                            "fastest": mf.fastest}},

@@ -192,3 +192,23 @@ def test_the_calibrate_command_says_the_hold_and_writes_it(tmp_path, capsys):
     expect = round(disk_overlap.hold_from(window.overlap_rounds[0])[0], 1)
     assert f"disk_hold {expect:.1f} µs" in capsys.readouterr().out
     assert get_profile(str(out)).disk_hold == expect
+
+
+def test_several_windows_keep_the_median_hold_and_say_so():
+    from commitsched.calibrate_replica import described_many, fit_many
+    from test_calibrate_replica import BASE, BASE_FSYNC, machine, recorded_window, workload
+    txns = workload()
+    windows = []
+    for i, at_once in enumerate(((150.0, 230.0), (160.0, 240.0), (300.0, 300.0))):
+        w = recorded_window(txns, machine(1.0))
+        w.started_utc = f"2026-11-26T0{i}:00:00Z"
+        w.overlap_rounds = [fake_round((100.0, 200.0), at_once)]
+        windows.append(w)
+    mf = fit_many(windows, [txns] * 3, BASE, labels=["a", "b", "c"], cores=1, fsync=BASE_FSYNC)
+    middle = round(disk_overlap.hold_from(windows[1].overlap_rounds[0])[0], 1)
+    assert mf.profile.disk_hold == middle
+    assert mf.slowest["disk_hold"] is None                   # the whole sync: the slowest end
+    p = described_many(mf, BASE, "m")
+    assert p.fitted_from["disk_hold"].startswith(f"{middle:.1f}: the median")
+    from commitsched.spread import spread_ends
+    assert spread_ends(p)["slowest"].disk_hold is None
