@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains
+        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -56,6 +56,7 @@ help:
 	@echo "make lag-check-i  campaign I (pre-registered): F's runs, calibrated on the median of three"
 	@echo "                serial windows spread over the campaign (~20 min under MEASURE);"
 	@echo "                lag-check-i-report: its table and the ranges' coverage in docs/lag-check.md"
+	@echo "make lag-check-j  campaign J (pre-registered): campaign I again on the model with redo_write_shared and disk_hold"
 	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
 	@echo "                retro-check, not a fair test) into docs/lag-check.md"
 	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
@@ -371,6 +372,20 @@ lag-check-i: python-deps
 
 lag-check-i-report: python-deps
 	$(call lag_check_report,$(LAG_CHECK_I),lag-check-i)
+
+# Campaign J (issue 27, docs/lag-check.md): campaign I repeated, rig, runs and rule unchanged, on
+# the model with the relaxed group redo write shared (redo_write_shared) and the disk held for a
+# probed part of each sync (disk_hold, calibrate's overlap probe); pre-registered in its folder
+# before it was measured (~20 minutes under MEASURE); lag-check-j-report as I's (~10 min).
+LAG_CHECK_J = traces/calibration/lag_check_j
+LAG_CHECK_J_PORT ?= 4191
+lag-check-j: python-deps
+	$(call lag_check_measure,$(LAG_CHECK_J),$(LAG_CHECK_J_PORT))
+	gzip -9n $(LAG_CHECK_J)/runs/*/samples.csv $(LAG_CHECK_J)/runs/*/window.json
+	$(MAKE) lag-check-j-report
+
+lag-check-j-report: python-deps
+	$(call lag_check_report,$(LAG_CHECK_J),lag-check-j)
 
 # Campaign F's stored runs calibrated on the median of its three serial drain repeats instead of
 # the first (the repeats without calibrate's window read from the rig's samples, with the first's
