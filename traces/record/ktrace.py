@@ -33,7 +33,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -676,9 +675,7 @@ def overlap_probe(directory: str, seconds: float = 3.0, rounds: int = 1,
 
 
 def cmd_measure(a) -> int:
-    import atexit
-
-    from lag_check import PRIMARY_CPU, Rig
+    from lag_check import new_rig
     if os.geteuid() != 0:
         raise SystemExit("ktrace: measure needs root (perf record -a)")
     runs, seen = [], defaultdict(int)
@@ -688,12 +685,8 @@ def cmd_measure(a) -> int:
         if seen[run["name"]] > 1:                 # a repeat: its own folder
             run["name"] += f"_r{seen[run['name']]}"
         runs.append(run)
-    root = tempfile.mkdtemp(prefix="ktrace-", dir=a.workdir)
-    os.chmod(root, 0o755)
-    rig = Rig(root, a.port, None, replica_binlog=True, primary_durability="relaxed")
-    atexit.register(rig.stop)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.sched_setaffinity(0, {PRIMARY_CPU})
+    rig = new_rig("ktrace-", a.workdir, a.port, replica_binlog=True,
+                  primary_durability="relaxed")
     try:
         setup = rig.setup()
         os.makedirs(a.out, exist_ok=True)
@@ -704,7 +697,7 @@ def cmd_measure(a) -> int:
             drain(rig, run, os.path.join(a.out, "runs", run["name"]), a.rate, a.seconds)
     finally:
         rig.stop()
-        subprocess.run(["rm", "-rf", root])
+        subprocess.run(["rm", "-rf", rig.root])
     return 0
 
 

@@ -577,16 +577,24 @@ def check_io_cap(iops: int | None, root: str = BLKIO) -> None:
         raise SystemExit(f"lag_check: --replica-write-iops needs write access to {root} (root)")
 
 
+def new_rig(prefix: str, workdir: str | None, port: int, **settings) -> "Rig":
+    """A rig (Rig's `settings`) in a fresh folder under `workdir`, stopped at exit and on
+    SIGTERM, with this process (the sampler) pinned beside the primary."""
+    root = tempfile.mkdtemp(prefix=prefix, dir=workdir)
+    os.chmod(root, 0o755)                        # the servers run as mysql
+    rig = Rig(root, port, settings.pop("cpu_percent", None), **settings)
+    atexit.register(rig.stop)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.sched_setaffinity(0, {PRIMARY_CPU})
+    return rig
+
+
 def cmd_measure(a) -> int:
     runs = [parse_run(r) for r in a.runs.split(",")]
     check_io_cap(a.replica_write_iops)
-    root = tempfile.mkdtemp(prefix="lagcheck-", dir=a.workdir)
-    os.chmod(root, 0o755)                        # the servers run as mysql
-    rig = Rig(root, a.port, a.cpu_percent, a.replica_binlog, a.primary_durability,
-              a.lean_perf_schema, a.replica_write_iops)
-    atexit.register(rig.stop)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.sched_setaffinity(0, {PRIMARY_CPU})        # the sampler beside the primary
+    rig = new_rig("lagcheck-", a.workdir, a.port, cpu_percent=a.cpu_percent,
+                  replica_binlog=a.replica_binlog, primary_durability=a.primary_durability,
+                  lean_perf_schema=a.lean_perf_schema, replica_write_iops=a.replica_write_iops)
     try:
         setup = rig.setup()
         os.makedirs(a.out, exist_ok=True)
@@ -604,7 +612,7 @@ def cmd_measure(a) -> int:
     finally:
         rig.stop()
         if not a.keep:
-            subprocess.run(["rm", "-rf", root])
+            subprocess.run(["rm", "-rf", rig.root])
     return 0
 
 

@@ -24,7 +24,6 @@ alternately, `--repeats` times each, in a directory on the replica's disk: their
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
 import os
 import re
@@ -39,8 +38,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from lag_check import PRIMARY_CPU, REPLICA_CPU, Rig, log, pin  # noqa: E402
-from calibrate import BASE_SETTINGS, SYNC_SETTINGS  # noqa: E402
+from lag_check import REPLICA_CPU, Rig, log, new_rig, pin  # noqa: E402
+from calibrate import SYNC_SETTINGS  # noqa: E402
 
 EVENTS = ["syscalls:sys_enter_pwrite64", "syscalls:sys_exit_pwrite64",
           "syscalls:sys_enter_pwritev", "syscalls:sys_exit_pwritev",
@@ -354,12 +353,8 @@ def cmd_measure(a) -> int:
             raise SystemExit(f"redo_writes: unknown run {r!r}; known: "
                              f"{', '.join(RUNS + MORE_RUNS)}")
     os.makedirs(a.out, exist_ok=True)
-    root = tempfile.mkdtemp(prefix="redowrites-", dir=a.workdir)
-    os.chmod(root, 0o755)
-    rig = Rig(root, a.port, None, replica_binlog=True, primary_durability="relaxed")
-    atexit.register(rig.stop)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.sched_setaffinity(0, {PRIMARY_CPU})
+    rig = new_rig("redowrites-", a.workdir, a.port, replica_binlog=True,
+                  primary_durability="relaxed")
     records = []
     try:
         setup = rig.setup()
@@ -371,7 +366,7 @@ def cmd_measure(a) -> int:
                                       r"Buffered log writes)[^\n]*", errlog)))
     finally:
         rig.stop()
-        subprocess.run(["rm", "-rf", root])
+        subprocess.run(["rm", "-rf", rig.root])
     with open(os.path.join(a.out, "summary.md"), "w") as f:
         f.write(f"MariaDB {setup['version']}; replica's error log: {'; '.join(notes)}\n\n")
         f.write(markdown(records))
