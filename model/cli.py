@@ -677,6 +677,19 @@ def _on_sigterm(signum, frame):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; Ctrl-C or SIGTERM at any point, the parser's start-up included, ends
+    in one line (130 / 143), never a traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("commitsched: interrupted", file=sys.stderr)
+        return 130
+    except Terminated:
+        print("commitsched: terminated", file=sys.stderr)
+        return 143
+
+
+def _main(argv: Sequence[str] | None) -> int:
     # A trace string may hold a lone surrogate (valid JSON, not valid UTF-8): print it escaped
     # rather than fail on it.
     for stream in (sys.stdout, sys.stderr):
@@ -709,12 +722,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt:
-        print("commitsched: interrupted", file=sys.stderr)
-        return 130
-    except Terminated:
-        print("commitsched: terminated", file=sys.stderr)
-        return 143
     except OSError as e:
         print(f"commitsched: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 2

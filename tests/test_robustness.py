@@ -457,3 +457,19 @@ def test_trace_loader_dev_zero_ends():
                        capture_output=True, text=True, errors="replace", timeout=20)
     assert r.returncode == 2
     one_error_line(r.stderr, where=r"/dev/zero:1: ")
+
+
+@pytest.mark.parametrize("raised, code, said", [("KeyboardInterrupt", 130, "interrupted"),
+                                                ("Terminated", 143, "terminated")])
+def test_a_signal_while_the_parser_starts_is_one_line(monkeypatch, capsys, raised, code, said):
+    """Ctrl-C (or SIGTERM) that lands while the parser is built (its plugins import) ends in one
+    line like one that lands mid-command; it was a traceback (fuzz signal:annotate, under load)."""
+    from commitsched import cli
+    exc = KeyboardInterrupt if raised == "KeyboardInterrupt" else cli.Terminated
+
+    def interrupted():
+        raise exc()
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["score", "x"]) == code
+    err = capsys.readouterr().err
+    assert err.strip() == f"commitsched: {said}"
