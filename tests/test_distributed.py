@@ -32,6 +32,12 @@ def _dies_once(item, marker_dir):
     return item * item
 
 
+def test_scattered_input_lost_with_its_only_worker_is_sent_again(tmp_path):
+    out = list(cluster_map(_dies_once, range(6), "local:1", shared=(str(tmp_path),)))
+    assert out == [i * i for i in range(6)]
+    assert (tmp_path / "died").exists()          # the only worker did die, with the input
+
+
 def test_a_lost_worker_is_retried_not_dropped(tmp_path):
     out = list(cluster_map(_dies_once, range(8), "local:2", shared=(str(tmp_path),)))
     assert out == [i * i for i in range(8)]

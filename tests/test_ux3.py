@@ -17,21 +17,6 @@ UTC = datetime.timezone.utc
 
 # ------------------------------------------------------------------ distributed: lost input
 
-def _dies_once(item, marker_dir):
-    """Item 3 kills its worker process the first time it runs; on a one-worker cluster that
-    worker held the only copy of the scattered input."""
-    if item == 3:
-        marker = os.path.join(marker_dir, "died")
-        if not os.path.exists(marker):
-            open(marker, "w").close()
-            os._exit(1)
-    return item * item
-
-
-def test_scattered_input_lost_with_its_only_worker_is_sent_again(tmp_path):
-    out = list(cluster_map(_dies_once, range(6), "local:1", shared=(str(tmp_path),)))
-    assert out == [i * i for i in range(6)]
-    assert (tmp_path / "died").exists()          # the only worker did die, with the input
 
 
 def _always_dies(item, marker_dir):
