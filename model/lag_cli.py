@@ -169,6 +169,7 @@ def cmd_lag(args) -> int:
     from .inputs import opened
     if args.system != "async":
         from .cluster_cli import cmd_cluster_lag
+        _refuse_async_only(args)
         # binlogs too, as for a replica: imported first
         with opened("lag", args.trace, schema=args.schema, skip_bad=args.skip_bad,
                     quiet=args.quiet, schema_from=args.schema_from) as inp:
@@ -183,6 +184,24 @@ def cmd_lag(args) -> int:
     with opened("lag", args.trace, schema=args.schema, skip_bad=args.skip_bad,
                 quiet=args.quiet, schema_from=args.schema_from) as inp:
         return _lag(args, inp, profile, bugs, started)
+
+
+# what only a replica's replay answers: a cluster's (`--system galera|group_replication`) has no
+# stop, no delivery delay, no scheduler choice and prints no clock time, so these are refused
+# there rather than silently ignored
+ASYNC_ONLY = (("scheduler", None, "--scheduler"), ("backlog", None, "--backlog"),
+              ("backlog_at", 0.0, "--backlog-at"), ("tz", None, "--tz"),
+              ("delay", 0.0, "--delay"))
+
+
+def _refuse_async_only(args) -> None:
+    from .cli import UsageError
+    given = [flag for name, default, flag in ASYNC_ONLY
+             if getattr(args, name, default) not in (default, None)]
+    if given:
+        raise UsageError(f"lag --system {args.system}: {', '.join(given)} "
+                         f"{'applies' if len(given) == 1 else 'apply'} to a replica "
+                         "(--system async) only")
 
 
 def _lag(args, inp, profile, bugs, started: float) -> int:
@@ -337,7 +356,9 @@ def add_subcommands(sub, add_model_options) -> None:
                    help="async (default): a replica of the source; galera / group_replication: "
                         "a certification-based cluster of --members members, the source's "
                         "transactions written on one member: does every member keep up, with "
-                        "flow control (the cluster simulator, docs/certification.md)")
+                        "flow control (the cluster simulator, docs/certification.md); "
+                        "--scheduler, --backlog, --backlog-at, --tz and --delay are a "
+                        "replica's and refused there")
     p.add_argument("--members", type=_positive_int, default=3, metavar="N",
                    help="with --system galera|group_replication: the cluster's size (default 3)")
     p.add_argument("--cluster-profile", default="galera-2core-unthrottled", metavar="NAME",

@@ -393,6 +393,21 @@ def test_lag_on_a_cluster_takes_binlogs_as_lag_does(capsys):
     assert row["system"] == "galera" and row["keeps_up"] in (True, False)
 
 
+@pytest.mark.parametrize("extra, named", [(["--tz", "Europe/Paris"], "--tz"),
+                                           (["--backlog", "1h"], "--backlog"),
+                                           (["--delay", "2s", "--scheduler", "serial"],
+                                            "--scheduler, --delay")])
+def test_lag_on_a_cluster_refuses_what_only_a_replica_answers(capsys, extra, named):
+    """A cluster's replay has no stop, no delivery delay, no scheduler and prints no clock
+    time: those options are refused in one line, not silently ignored."""
+    binlog = os.path.join(os.path.dirname(__file__), "fixtures", "binlog",
+                          "mysql80_binlog.000001.txt")
+    rc, out, err = _lag([binlog, "--system", "galera", "--workers", "1"] + extra, capsys)
+    assert rc == 2 and out == ""
+    assert f"lag --system galera: {named} appl" in err and "Traceback" not in err
+    assert err.strip().count("\n") == 0
+
+
 def test_a_drain_ends_when_the_last_held_transaction_commits(tmp_path, capsys):
     """A transaction a minute, 100 µs each: a 10 s stop at the start holds the first one back;
     it commits 100 µs after the restart, and nothing else waited. Before: 'drains in 50 s'
