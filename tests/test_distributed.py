@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 
 from commitsched.cli import main
 from commitsched.distributed import cluster_map
