@@ -25,10 +25,15 @@ sys.path.insert(0, HERE)
 def main(argv=None) -> int:
     from ktrace import binlog_groups, group_sizes, model_timeline, parse_name
     from commitsched.profiles import ProfileError, load_profile_file
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        raise SystemExit(__doc__.split("\n\n")[1].strip())
-    out, path = args
+    import argparse
+    ap = argparse.ArgumentParser(
+        prog="disk_hold_drains.py", description=__doc__.split("\n\n")[0].replace("\n", " "),
+        epilog=" ".join(__doc__.split("\n\n")[2].split()))
+    ap.add_argument("out", metavar="DIR", help="a `ktrace.py measure` folder with "
+                    "probe-before.json and probe-after.json")
+    ap.add_argument("profile", metavar="PROFILE.json", help="the profile the drains replay with")
+    a = ap.parse_args(argv)
+    out, path = a.out, a.profile
     try:
         prof = load_profile_file(path)
         holds = [json.load(open(os.path.join(out, f"probe-{w}.json")))["median"]["disk_hold_us"]
