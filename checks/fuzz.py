@@ -508,7 +508,8 @@ class Campaign:
     def target_trace(self, data) -> None:
         name, blob = data.draw(trace_inputs(self.traces))
         cmd = data.draw(st.sampled_from(["validate", "score", "schedule", "check", "annotate",
-                                         "bound", "report", "blame"]))
+                                         "bound", "report", "blame", "lag"]))
+        at = data.draw(st.sampled_from(["0", "1s", "00:00", "2026-11-27T02:10+01:00"]))
         sched = data.draw(st.sampled_from(SCHEDULERS))
         argv_of, outputs, allowed = {
             "validate": (lambda d: ["validate", f"{d}/{name}"], [], (0, 2)),
@@ -529,6 +530,10 @@ class Campaign:
             "blame": (lambda d: ["blame", f"{d}/{name}", "--scheduler", sched, "--workers", "2",
                                  "--split-top", "1,2", "-o", f"{d}/blame.txt"], ["blame.txt"],
                       (0, 2)),
+            "lag": (lambda d: ["lag", f"{d}/{name}", "--scheduler", sched, "--workers", "1,2",
+                               "--backlog", "2s", "--backlog-at", at, "--tz", "Asia/Kolkata",
+                               "--quiet", "--json", "-o", f"{d}/lag.json"], ["lag.json"],
+                    (0, 2)),
         }[cmd]
         self.run(f"trace:{cmd}", argv_of, {name: blob}, outputs, allowed)
 
@@ -558,17 +563,21 @@ class Campaign:
         valid = os.path.join(ROOT, "traces", "examples", "semantics_1_4_logical_clock.jsonl")
         cmd = data.draw(st.sampled_from(["validate", "score", "schedule", "check", "annotate",
                                          "generate", "bound", "report", "import", "soundness",
-                                         "blame", "nonsense", ""]))
+                                         "blame", "lag", "nonsense", ""]))
         words = ["--workers", "--scheduler", "--profile", "--cores", "--preserve-commit-order",
                  "--checkpoint-group", "--max-queued", "--history-size", "--commit-wait-count",
                  "--commit-wait-usec", "--inject-bug", "--transactions", "--clients", "--skew",
                  "--seed", "--tables", "--z3-timeout", "--z3-bound", "--time-limit", "--window",
                  "--json", "--quiet", "-o", "--tracker", "--regime", "--workload", "--help",
-                 "--split-top", "--chunks", "--top", "--bulk-every", "--bulk-rows"]
+                 "--split-top", "--chunks", "--top", "--bulk-every", "--bulk-rows",
+                 "--backlog", "--backlog-at", "--tz", "--delay", "--system", "--members"]
         values = st.one_of(st.sampled_from(["0", "-1", "1", "2", "1,2", "0,1", "nan", "inf",
                                             "1e400", "9" * 30, "", ",", "on", "maybe",
                                             "durable", "commit_order+mysql", "x+y", "\ud800",
-                                            "lwm_not_prefix", "0.5", "1.0"]),
+                                            "lwm_not_prefix", "0.5", "1.0", "90s", "3h",
+                                            "02:10", "25:99", "2026-03-29T02:30",
+                                            "Europe/Paris", "Mars/Base", "../../etc/passwd",
+                                            "galera", "group_replication"]),
                            st.text(max_size=6))
         argv = [cmd] if cmd else []
         if data.draw(st.booleans()):
