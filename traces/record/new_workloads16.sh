@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # device16_w3 on the lent machine, one command from the repository root (carry: [".dev16"]):
 #   OUT=... bash traces/record/new_workloads16.sh [rig options, e.g. --events 2000 --rounds 1]
-# Unpacks .dev16/w3.tar.xz into $W3_WORK (never into /), then new_workloads16_rig.py records the
+# Unpacks .dev16/w3.tar.xz into $W3_WORK (default .dev16/run; never into /), then new_workloads16_rig.py records the
 # two workloads on a durable primary and times relay_replay.py on them; $OUT gets log.txt,
 # results.tar.gz and one NAME.binlog.tar per recording.
 set -uo pipefail
 : "${OUT:?set OUT to the folder that comes back}"
-WORK=${W3_WORK:-/tmp/w3work}
+# on the disk under test (device16 ran in the repository, on /dev/vda; /tmp may be a tmpfs)
+WORK=${W3_WORK:-$(pwd)/.dev16/run}
 PY=${W3_PYTHON:-python3}
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/log.txt") 2>&1

@@ -80,7 +80,8 @@ def preflight(b: Path) -> None:
         import pymysql
     except ImportError as e:
         fail(f"pymysql does not import: {e}")
-    log(f"preflight: pymysql {pymysql.__version__}, python {sys.version.split()[0]}")
+    log(f"preflight: pymysql {getattr(pymysql, 'VERSION_STRING', '?')} from "
+        f"{Path(pymysql.__file__).parent}, python {sys.version.split()[0]}")
 
 
 def machine_txt(work: Path, out: Path) -> None:
