@@ -2,11 +2,12 @@
 recorded and applied on a lent 16-core machine (traces/calibration/device16_w3/: README.md,
 preregistered.json).
 
-    python traces/record/new_workloads16.py unpack DIR   # the device run's files (results.tar.gz,
-                                                         # NAME.binlog.tar, log.txt) into the folder;
-                                                         # each binlog imported into NAME/trace.jsonl.gz
-    python traces/record/new_workloads16.py report       # simulate, report.md/.json, the doc's section
-    python traces/record/new_workloads16.py tables       # report.md again from report.json (fast)
+    python traces/record/new_workloads16.py unpack DIR  # the device run's files into the folder
+    python traces/record/new_workloads16.py report      # simulate; report.md/.json, the doc section
+    python traces/record/new_workloads16.py tables      # report.md again from report.json (fast)
+
+(`unpack`: DIR holds results.tar.gz, NAME.binlog.tar and log.txt; each binlog is imported into
+NAME/trace.jsonl.gz.)
 
 The model under test is registered_profile.json (replica16's profile, unchanged), simulated on
 each new trace; device16.py's functions measure the speedups, calibrate the secondary model and
@@ -234,12 +235,14 @@ def markdown(t: dict, pred: dict, folder: str = FOLDER) -> str:
          f"durable rounds {t['rounds']['durable']}, relaxed rounds {t['rounds']['relaxed']} "
          "(`timings.csv`, `timings_relaxed.csv`; machine in `machine.txt`).", "",
          "| workload | sysbench | clients | transactions | primary's group commits | events/txn "
-         "| rows/txn | serial durable (s) | serial relaxed (s) |", "|---|---|---|---|---|---|---|---|---|"]
+         "| rows/txn | serial durable (s) | serial relaxed (s) |",
+         "|---|---|---|---|---|---|---|---|---|"]
     for w, m in metas.items():
         tr = pred["trace"][w]
         L.append(f"| {w} | {m['sysbench_test']} | {m['threads']} | "
-                 f"{m['transaction_count_gtid_events']} | {m['status_delta']['Binlog_group_commits']} "
-                 f"| {tr['mean_events']:.2f} | {tr['mean_rows']:.2f} | "
+                 f"{m['transaction_count_gtid_events']} | "
+                 f"{m['status_delta']['Binlog_group_commits']} | {tr['mean_events']:.2f} | "
+                 f"{tr['mean_rows']:.2f} | "
                  f"{t['serial_s']['durable'][w]:.3f} | {t['serial_s']['relaxed'][w]:.3f} |")
     L += ["", f"**Verdict (the registered rule): "
           f"{'met' if verdict['met'] else 'not met'}**: the model's median |error| over the "
