@@ -41,6 +41,8 @@ help:
 	@echo "make fidelity-fit  refit the replica16 profile (+ cross-validation) and the 2-core ones (~2.5 min on a quiet 2-core VM)"
 	@echo "make device16-report  the pre-registered test of replica16's model on a second 16-core machine"
 	@echo "                (traces/calibration/device16/report.md and its section of docs/calibration.md)"
+	@echo "make device16-w3-bundle / device16-w3-unpack FETCHED=DIR / device16-w3-report  replica16's model"
+	@echo "                on two new workloads recorded on a lent 16-core machine (traces/calibration/device16_w3/)"
 	@echo "make lag-check  the real check of lag and calibrate: a live MariaDB primary and replica,"
 	@echo "                sysbench at fixed rates, lag and drain measured against predicted (~25 min)"
 	@echo "make lag-check-report  refit and redo the lag table from the stored runs"
@@ -220,6 +222,22 @@ fidelity-fit: python-deps
 .PHONY: device16-report
 device16-report: python-deps
 	$(PY) traces/record/device16.py report
+
+# device16_w3 (traces/calibration/device16_w3/preregistered.json): new workloads recorded and
+# applied on a lent 16-core machine. device16-w3-bundle writes .dev16/w3.tar.xz (mariadbd,
+# sysbench, their libraries, a datadir, the pymysql wheel; carried to the machine); on it,
+# `OUT=... bash traces/record/new_workloads16.sh`. device16-w3-unpack FETCHED=DIR takes the
+# run's files back (binlogs imported); device16-w3-report simulates the registered predictions.
+.PHONY: device16-w3-bundle device16-w3-unpack device16-w3-report
+device16-w3-bundle:
+	bash traces/record/new_workloads16_bundle.sh
+
+device16-w3-unpack: python-deps
+	@test -n "$(FETCHED)" || { echo "make device16-w3-unpack FETCHED=DIR (the run's files_at)"; exit 2; }
+	$(PY) traces/record/new_workloads16.py unpack $(FETCHED)
+
+device16-w3-report: python-deps
+	$(PY) traces/record/new_workloads16.py report
 
 # The real check of `commitsched lag` (docs/lag-check.md): a live MariaDB primary and replica on this
 # machine (primary + sysbench on CPU 0, the replica on CPU 1 at a fifth of its bandwidth),

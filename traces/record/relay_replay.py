@@ -100,7 +100,7 @@ class Server:
         at_start, _ = RUNTIME.get(self.durability, (self.durability, None))
         s = SETTINGS[at_start]
         cmd = [self.args.mariadbd, "--no-defaults", f"--datadir={self.data}",
-               f"--socket={self.sock}", "--port=3391", "--bind-address=127.0.0.1",
+               f"--socket={self.sock}", f"--port={self.args.port}", "--bind-address=127.0.0.1",
                "--user=root", f"--lc-messages-dir={self.args.share}",
                f"--character-sets-dir={self.args.share}/charsets", "--server-id=2",
                f"--log-bin={self.data}/binlog", "--log-slave-updates=OFF",
@@ -261,6 +261,8 @@ def main(argv=None) -> int:
     ap.add_argument("--libs", default="", help="LD_LIBRARY_PATH for mariadbd only")
     ap.add_argument("--hard-budget-s", type=float, default=0,
                     help="start no new run after this many seconds (0: no limit)")
+    ap.add_argument("--port", type=int, default=3391, help="the replica's TCP port (it is "
+                    "reached on its socket; a shared machine needs a free one)")
     ap.add_argument("--run-timeout-s", type=int, default=600,
                     help="a run that takes longer fails the whole measurement")
     args = ap.parse_args(argv)
