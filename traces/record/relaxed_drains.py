@@ -120,17 +120,30 @@ def split(txns, run: dict, profile) -> dict:
         background = p.background_cpu + sum(p.contention_cpu(r.txn, w) for r in runs) / n
     writes_cpu = write_cpu * writes_issued
     appliers = driver + worker + member + writes_cpu
+
+    def mean(f):
+        return sum(f(r) for r in runs) / n
+    # a transaction's path (latencies, overlapping between workers): the execution's wait for
+    # the core, its prepare (the redo write, its CPU's wait for the core) and ready to commit
+    # (the group commit: the leader's work, the group's write, the wake-up). Its wait to start
+    # is left out: in a closed backlog it is mostly the time queued behind its thread's others.
+    waits = {"core": (0.0 if run["mode"] == "serial" else
+                      mean(lambda r: r.exec_end - r.start - r.exec - p.event_handoff(r.txn))),
+             "prepare": mean(lambda r: r.ready - r.exec_end),
+             "to_commit": mean(lambda r: r.commit - r.ready)}
     return {"wall": wall, "rate": 1e6 / wall, "driver": driver, "worker": worker,
             "member": member, "writes_cpu": writes_cpu, "appliers": appliers,
             "background": background, "cpu": appliers + background,
             "writes": writes_issued, "write_us": p.log_write,
-            "group": n / groups, "idle": wall - appliers - background}
+            "group": n / groups, "idle": wall - appliers - background, "waits": waits}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("campaigns", nargs="*", default=list(CAMPAIGNS))
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--split-only", action="store_true",
+                    help="only the time split (a minute; the ablation takes ~15)")
     a = ap.parse_args(argv)
     from lag_check import SCHEDULERS, measured, predict
     from commitsched.profiles import ProfileError, load_profile_file
@@ -146,7 +159,8 @@ def main(argv=None) -> int:
                  for name, m in found if m.get("drain_s") is not None]
     if not rows:
         raise SystemExit("relaxed_drains: no relaxed drain in " + ", ".join(a.campaigns))
-    tasks = [(i, v) for i in range(len(rows)) for v in range(len(VARIATIONS))]
+    tasks = ([] if a.split_only else
+             [(i, v) for i in range(len(rows)) for v in range(len(VARIATIONS))])
 
     def work(task):
         i, v = task
@@ -161,10 +175,11 @@ def main(argv=None) -> int:
     splits = list(fork_map(lambda i: {v: split(rows[i][2]["txns"], rows[i][3],
                                                 VARIATIONS[v][1](rows[i][4]))
                                       for v in SPLITS}, range(len(rows)), a.jobs))
-    print(ablation(rows, pred))
-    print()
-    print(per_drain(rows, pred))
-    print()
+    if not a.split_only:
+        print(ablation(rows, pred))
+        print()
+        print(per_drain(rows, pred))
+        print()
     print(split_table(rows, splits))
     return 0
 
@@ -212,27 +227,30 @@ def split_table(rows, splits) -> str:
     """The model's µs a transaction (closed backlog) beside the rig's, in the drain."""
     out = ["| campaign | drain | profile | apply/s | wall µs/txn | appliers' CPU: driver + "
            "worker + leader + redo writes' = total | other threads' CPU | core idle | redo "
-           "writes/txn x µs | binlog group |", "|---|---|---|---|---|---|---|---|---|---|"]
+           "writes/txn x µs | binlog group | a txn's path: core wait in execution / "
+           "prepare / ready to commit |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for i, (c, name, m, _, _) in enumerate(rows):
         th = m.get("threads_in_drain") or {}
         cpu = m.get("cpu_us_per_txn_in_drain")
         wall = th.get("wall_us_per_txn")
-        if th:
-            other = cpu - th["applier_cpu_us_per_txn"] if cpu is not None else None
+        if th and cpu is not None:
+            # the process's CPU less the appliers' and the IO thread's (which the rig moves to
+            # the other core): the server's other threads, on the replica's core
+            io = th["io_cpu_us_per_txn"]
+            other = cpu - th["applier_cpu_us_per_txn"] - io
             meas_cpu = (f"{th['applier_cpu_us_per_txn']:.0f} (run-queue wait "
                         f"{th['applier_runq_us_per_txn']:.0f})")
             out.append(f"| {c} | {name} | measured | {m['apply_rate_in_drain']:.0f} | "
-                       f"{wall:.0f} | {meas_cpu} | "
-                       + (f"{other:.0f} (IO thread {th['io_cpu_us_per_txn']:.0f})"
-                          if other is not None else "-")
-                       + f" | {wall - (cpu or 0):.0f} | - | - |")
+                       f"{wall:.0f} | {meas_cpu} | {other:.0f} (+ IO thread {io:.0f}, other "
+                       f"core) | {wall - (cpu - io):.0f} | - | - | - |")
         for v, s in splits[i].items():
             label = "model" if v == 0 else "model, " + VARIATIONS[v][0]
             out.append(f"| | | {label} | {s['rate']:.0f} | {s['wall']:.0f} | "
                        f"{s['driver']:.0f} + {s['worker']:.0f} + {s['member']:.0f} + "
                        f"{s['writes_cpu']:.0f} = {s['appliers']:.0f} | {s['background']:.0f} | "
                        f"{s['idle']:.0f} | {s['writes']:.2f} x {s['write_us']:.0f} | "
-                       f"{s['group']:.2f} |")
+                       f"{s['group']:.2f} | " + " / ".join(f"{x:.0f}" for x in s["waits"].values())
+                       + " |")
     return "\n".join(out)
 
 
