@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains
+        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -67,6 +67,7 @@ help:
 	@echo "make disk-hold-probe  the disk's serial part (disk_hold), calibrate's probe three times, free"
 	@echo "                and on one core (~2 min under MEASURE); disk-hold-drains: closed drains between two"
 	@echo "                probes, the model with and without the probed hold beside (root; ~90 s)"
+	@echo "make relaxed-drains  J's and I's relaxed drains, one profile term changed at a time (~20 min)"
 	@echo "make lag-check-g  campaign G: the replica on an IOPS-capped disk (root: cgroup v1 blkio;"
 	@echo "                ~20 min under MEASURE); lag-check-g-report: its table in docs/lag-check.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
@@ -369,6 +370,11 @@ disk-hold-drains: python-deps
 	mkdir -p $(DISK_HOLD_DRAINS)
 	$(MEASURE) sh -c '$(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 > $(DISK_HOLD_DRAINS)/probe-before.json && $(PY) traces/record/ktrace.py measure --out $(DISK_HOLD_DRAINS) --port $(KTRACE_PORT) --runs $(DISK_HOLD_RUNS) && $(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 > $(DISK_HOLD_DRAINS)/probe-after.json'
 	$(PY) traces/record/disk_hold_drains.py $(DISK_HOLD_DRAINS) $(KTRACE)/profile-serial-io.json
+
+# Why the relaxed parallel drains are slow in the model (docs/lag-check.md): an ablation over
+# the stored campaigns' relaxed drains, no measuring.
+relaxed-drains: python-deps
+	$(PY) traces/record/relaxed_drains.py $(LAG_CHECK_J) $(LAG_CHECK_I)
 
 ktrace-report: python-deps
 	$(PY) traces/record/ktrace.py report $(KTRACE) \
