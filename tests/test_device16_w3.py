@@ -296,3 +296,33 @@ def test_stored_runtime_report_is_recomputed_from_the_files():
     assert json.loads(json.dumps(w3.d16._jsonable(t))) == stored["tables"]
     with open(os.path.join(rt.FOLDER, "report.md")) as f:
         assert f.read() == rt.markdown(t, stored["predictions"])
+
+
+# ---------------------------------------------------------------- the reading (not a rule)
+
+rd, = import_record_scripts("new_workloads16_reading")
+
+
+def test_all_three_doc_parts_keep_their_places(tmp_path):
+    doc = tmp_path / "calibration.md"
+    doc.write_text(f"# x\n\n{d16.DOC_TITLE}\n\n{d16.BEGIN}\nb\n{d16.END}\n\n## later\n")
+    w3.update_doc(str(doc), "# t\n\nfirst\n")
+    rd.update_doc(str(doc), "reading one\n")
+    rt.update_doc(str(doc), "# r\n\nrt one\n")
+    rd.update_doc(str(doc), "reading two\n")
+    w3.update_doc(str(doc), "# t\n\nsecond\n")
+    text = doc.read_text()
+    assert text.count(rd.HEADING) == 1 and "reading one" not in text and "reading two" in text
+    assert text.count(rt.HEADING) == 1 and "rt one" in text
+    assert text.index(w3.END) < text.index(rt.BEGIN) < text.index(rd.BEGIN) < text.index("## la")
+
+
+def test_stored_reading_is_the_scripts_text():
+    """reading.md's figures are the script's (simulated, a few seconds), not typed."""
+    path = os.path.join(w3.FOLDER, "reading.md")
+    if not os.path.exists(path):
+        pytest.skip("no reading yet (make device16-w3-reading)")
+    r = rd.reading()
+    assert r["a"]["ablation"]["shared_lock_thread"][16] > r["a"]["ablation"]["none"][16]
+    with open(path) as f:
+        assert f.read().endswith(rd.text(r))
