@@ -43,6 +43,9 @@ help:
 	@echo "                (traces/calibration/device16/report.md and its section of docs/calibration.md)"
 	@echo "make device16-w3-bundle / device16-w3-unpack FETCHED=DIR / device16-w3-report  replica16's model"
 	@echo "                on two new workloads recorded on a lent 16-core machine (traces/calibration/device16_w3/)"
+	@echo "make device16-w3-runtime-unpack FETCHED=DIR / device16-w3-runtime-report  its second registration:"
+	@echo "                relaxed at run time on a second lent machine (traces/calibration/device16_w3/runtime/)"
+	@echo "make device16-w3-reading  where replica16's model misses on device16_w3's first run (one term at a time)"
 	@echo "make lag-check  the real check of lag and calibrate: a live MariaDB primary and replica,"
 	@echo "                sysbench at fixed rates, lag and drain measured against predicted (~25 min)"
 	@echo "make lag-check-report  refit and redo the lag table from the stored runs"
@@ -239,6 +242,23 @@ device16-w3-unpack: python-deps
 
 device16-w3-report: python-deps
 	$(PY) traces/record/new_workloads16.py report
+
+# device16_w3's second registration (preregistered_runtime.json): the device run with
+# `--durabilities relaxed_runtime,relaxed` (its README), unpacked into device16_w3/runtime/
+# (its own recordings imported), reported into runtime/report.md and the doc's section.
+.PHONY: device16-w3-runtime-unpack device16-w3-runtime-report
+device16-w3-runtime-unpack: python-deps
+	@test -n "$(FETCHED)" || { echo "make device16-w3-runtime-unpack FETCHED=DIR (the run's files_at)"; exit 2; }
+	$(PY) traces/record/new_workloads16_runtime.py unpack $(FETCHED)
+
+device16-w3-runtime-report: python-deps
+	$(PY) traces/record/new_workloads16_runtime.py report
+
+# A reading of device16_w3's first run (not part of any rule): the model's misses replayed with
+# one term changed at a time (reading.md and its part of the doc section; ~15 s).
+.PHONY: device16-w3-reading
+device16-w3-reading: python-deps
+	$(PY) traces/record/new_workloads16_reading.py
 
 # The real check of `commitsched lag` (docs/lag-check.md): a live MariaDB primary and replica on this
 # machine (primary + sysbench on CPU 0, the replica on CPU 1 at a fifth of its bandwidth),

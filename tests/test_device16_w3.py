@@ -185,3 +185,144 @@ def test_stored_report_is_recomputed_from_the_files():
     assert json.loads(json.dumps(t)) == stored["tables"]
     with open(os.path.join(w3.FOLDER, "report.md")) as f:
         assert f.read() == w3.markdown(w3.tables(stored["predictions"]), stored["predictions"])
+
+
+# ---------------------------------------------------------------- the second registration
+
+rt, = import_record_scripts("new_workloads16_runtime")
+# relaxed at run time and from start-up, two rounds; rounds' serial first
+RT_TIMES = {"relaxed_runtime": {("a", "serial", 0): (3.0, 3.3), ("a", "optimistic", 4): (1.5, 1.1),
+                                ("b", "serial", 0): (2.0, 2.0)},
+            "relaxed": {("a", "serial", 0): (1.0, 1.0), ("a", "optimistic", 4): (0.8, 1.0)}}
+
+
+def _write_rt(folder, direct="direct wall us/op 31.5\n") -> None:
+    os.makedirs(folder, exist_ok=True)
+    for s, times in RT_TIMES.items():
+        with open(os.path.join(folder, d16.FILES[s]), "w", newline="") as f:
+            w = csv.DictWriter(f, FIELDS)
+            w.writeheader()
+            for (wl, mode, n), secs in times.items():
+                for rnd, sec in enumerate(secs, 1):
+                    w.writerow({"workload": wl, "durability": s, "mode": mode, "threads": n,
+                                "round": rnd, "seconds": sec, "tps": 1, "retried_txns": 0,
+                                "fsync_ms": 0.07, "cpu_busy_cores": 1.0,
+                                "cpu_iowait_pct": 1.0, "cpu_steal_pct": 0.0,
+                                "server_cpu_s": 0.5, "utc": "x"})
+    with open(os.path.join(folder, "machine.txt"), "w") as f:
+        f.write("fdatasync 512 B append median ms 0.080\n" + direct)
+
+
+def test_runtime_tables_baselines_and_rule(tmp_path, run):
+    folder = str(tmp_path / "runtime")
+    _write_rt(folder)
+    assert rt.log_write_us(folder) == 31.5
+    pred = {"configs": {d16._key("relaxed_runtime", "a", "optimistic", 4): {
+        "model": 2.5, "model_without_log_write": 1.2}},
+        "serial_ratio": {"a": {"model": 2.0}, "b": {"model": 1.5}}}
+    t = rt.tables(pred, folder, run)
+    (r,) = t["rows"]                              # b has no parallel run: not scored
+    assert (r["median"], r["min"], r["max"], r["rounds"]) == (
+        pytest.approx(2.5), 2.0, pytest.approx(3.0), 2)
+    assert r["relaxed_from_startup"] == pytest.approx(1.125)   # 1/0.8, 1/1.0
+    assert r["durable"] == pytest.approx(2.1)                  # the first run's (`run`)
+    assert r["constant"] == pytest.approx(statistics.median(_r16_medians("relaxed").values()))
+    assert t["rule"]["model"]["error"] == 0 and t["rule"]["model"]["met"]
+    assert not t["rule"]["relaxed_from_startup"]["met"]
+    (a,) = t["serial_ratio"]                     # b: no serial from start-up
+    assert a["measured"] == pytest.approx(3.15) and a["error"] == pytest.approx(2.0 / 3.15 - 1)
+    md = rt.markdown(t, {**pred, "log_write_us": 31.5})
+    assert "**Verdict (the registered rule): met**" in md and "31.5 µs" in md
+
+
+def test_runtime_doc_part_after_device16_w3s_tables_and_kept(tmp_path):
+    doc = tmp_path / "calibration.md"
+    doc.write_text(f"# x\n\n{d16.DOC_TITLE}\n\n{d16.BEGIN}\nb\n{d16.END}\n\n## later\n")
+    w3.update_doc(str(doc), "# t\n\nfirst\n")
+    rt.update_doc(str(doc), "# r\n\nrt one\n")
+    rt.update_doc(str(doc), "# r\n\nrt two\n")
+    w3.update_doc(str(doc), "# t\n\nsecond\n")      # the first run's report keeps this part
+    text = doc.read_text()
+    assert text.count(rt.HEADING) == 1 and "rt one" not in text and "rt two" in text
+    assert text.index(w3.END) < text.index(rt.BEGIN) < text.index("## later")
+    assert "second" in text and "first" not in text
+
+
+def test_runtime_bad_input_is_one_line(tmp_path, capsys):
+    folder = str(tmp_path / "runtime")
+    _write_rt(folder, direct="")
+    with pytest.raises(rt.DataError, match="no 'direct wall us/op' line"):
+        rt.log_write_us(folder)
+    assert rt.main(["--folder", folder, "tables"]) == 1
+    assert rt.main(["--folder", folder, "unpack", str(tmp_path / "none")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(e.startswith("new_workloads16_runtime: ") for e in err)
+
+
+def test_rig_splits_relaxed_runtime_and_refuses_unknown_settings(tmp_path, capsys):
+    both = tmp_path / "all.csv"
+    with open(both, "w", newline="") as f:
+        w = csv.DictWriter(f, FIELDS)
+        w.writeheader()
+        for d in ("relaxed_runtime", "relaxed", "relaxed_runtime"):
+            w.writerow({k: 1 for k in FIELDS} | {"durability": d})
+    rig.split_timings(both, tmp_path, ("relaxed_runtime", "relaxed"))
+    assert len((tmp_path / "timings_relaxed_runtime.csv").read_text().splitlines()) == 3
+    assert len((tmp_path / "timings_relaxed.csv").read_text().splitlines()) == 2
+    assert not (tmp_path / "timings.csv").exists()
+    for bad, says in ((["--durabilities", "relaxed,fast"], "fast: known durable"),
+                      (["--run-margin-s", "100"], "--run-margin-s <= --block-margin-s")):
+        with pytest.raises(SystemExit) as e:
+            rig.main(["--bundle", "b", "--work", str(tmp_path), "--out", str(tmp_path)] + bad)
+        assert e.value.code == 2
+        assert says in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_second_registration_names_its_model_baselines_and_rule():
+    with open(os.path.join(w3.FOLDER, "preregistered_runtime.json")) as f:
+        reg = json.load(f)
+    assert {"registered_utc", "model", "baselines", "rule", "metrics", "procedure"} <= set(reg)
+    assert set(reg["baselines"]) == {"constant", "relaxed_from_startup", "durable"}
+    assert "--durabilities relaxed_runtime,relaxed" in reg["procedure"]
+
+
+def test_stored_runtime_report_is_recomputed_from_the_files():
+    path = os.path.join(rt.FOLDER, "report.json")
+    if not os.path.exists(path):
+        pytest.skip("no second run yet (traces/calibration/device16_w3/runtime/report.json)")
+    with open(path) as f:
+        stored = json.load(f)
+    t = rt.tables(stored["predictions"])
+    assert json.loads(json.dumps(w3.d16._jsonable(t))) == stored["tables"]
+    with open(os.path.join(rt.FOLDER, "report.md")) as f:
+        assert f.read() == rt.markdown(t, stored["predictions"])
+
+
+# ---------------------------------------------------------------- the reading (not a rule)
+
+rd, = import_record_scripts("new_workloads16_reading")
+
+
+def test_all_three_doc_parts_keep_their_places(tmp_path):
+    doc = tmp_path / "calibration.md"
+    doc.write_text(f"# x\n\n{d16.DOC_TITLE}\n\n{d16.BEGIN}\nb\n{d16.END}\n\n## later\n")
+    w3.update_doc(str(doc), "# t\n\nfirst\n")
+    rd.update_doc(str(doc), "reading one\n")
+    rt.update_doc(str(doc), "# r\n\nrt one\n")
+    rd.update_doc(str(doc), "reading two\n")
+    w3.update_doc(str(doc), "# t\n\nsecond\n")
+    text = doc.read_text()
+    assert text.count(rd.HEADING) == 1 and "reading one" not in text and "reading two" in text
+    assert text.count(rt.HEADING) == 1 and "rt one" in text
+    assert text.index(w3.END) < text.index(rt.BEGIN) < text.index(rd.BEGIN) < text.index("## la")
+
+
+def test_stored_reading_is_the_scripts_text():
+    """reading.md's figures are the script's (simulated, a few seconds), not typed."""
+    path = os.path.join(w3.FOLDER, "reading.md")
+    if not os.path.exists(path):
+        pytest.skip("no reading yet (make device16-w3-reading)")
+    r = rd.reading()
+    assert r["a"]["ablation"]["shared_lock_thread"][16] > r["a"]["ablation"]["none"][16]
+    with open(path) as f:
+        assert f.read().endswith(rd.text(r))

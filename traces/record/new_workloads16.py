@@ -47,10 +47,13 @@ DataError = d16.DataError
 
 # ---------------------------------------------------------------- unpacking the device's files
 
-def unpack(src: str, folder: str = FOLDER, binlogs: str = BINLOGS, progress=print) -> list[str]:
-    """The device run's files into `folder` (CSVs, log, machine.txt, NAME/meta.json and
-    sysbench_output.txt) and `binlogs` (NAME/primary-bin.N.xz); each binlog imported into
-    `folder`/NAME/trace.jsonl.gz. Returns the workload names."""
+def unpack(src: str, folder: str = FOLDER, binlogs: str = BINLOGS, progress=print,
+           timings=("timings.csv", "timings_relaxed.csv"), schema: str | None = None
+           ) -> list[str]:
+    """The device run's files into `folder` (its `timings` CSVs, log, machine.txt,
+    NAME/meta.json and sysbench_output.txt) and `binlogs` (NAME/primary-bin.N.xz); each binlog
+    imported into `folder`/NAME/trace.jsonl.gz with `schema` (default: `folder`'s
+    sbtest_schema.sql). Returns the workload names."""
     res = os.path.join(src, "results.tar.gz")
     if not os.path.isfile(res):
         raise DataError(f"{res}: missing (the device run's results)")
@@ -58,7 +61,7 @@ def unpack(src: str, folder: str = FOLDER, binlogs: str = BINLOGS, progress=prin
     with tempfile.TemporaryDirectory() as tmp:
         _extract(res, tmp)
         base = os.path.join(tmp, "results")
-        for f in ("timings.csv", "timings_relaxed.csv", "machine.txt"):
+        for f in (*timings, "machine.txt"):
             if not os.path.isfile(os.path.join(base, f)):
                 raise DataError(f"{res}: no results/{f} in it")
             shutil.copy(os.path.join(base, f), os.path.join(folder, f))
@@ -79,7 +82,7 @@ def unpack(src: str, folder: str = FOLDER, binlogs: str = BINLOGS, progress=prin
             meta = json.load(f)
         xz = os.path.join(binlogs, name, meta["binlog_files"][0] + ".xz")
         progress(f"importing {xz}")
-        import_trace(xz, os.path.join(folder, name, "trace.jsonl.gz"), folder, meta)
+        import_trace(xz, os.path.join(folder, name, "trace.jsonl.gz"), folder, meta, schema)
     return names
 
 
@@ -91,14 +94,16 @@ def _extract(tar: str, into: str) -> None:
         t.extractall(into)
 
 
-def import_trace(xz: str, out: str, folder: str, meta: dict) -> None:
+def import_trace(xz: str, out: str, folder: str, meta: dict, schema: str | None = None
+                 ) -> None:
     """The project's importer on the recorded binlog (decompressed beside), with the schema."""
+    schema = schema or os.path.join(folder, "sbtest_schema.sql")
     from commitsched.importers import import_binlog
     with tempfile.TemporaryDirectory() as tmp:
         raw = os.path.join(tmp, meta["binlog_files"][0])
         with lzma.open(xz) as f, open(raw, "wb") as o:
             shutil.copyfileobj(f, o)
-        stats = import_binlog([raw], out, schema=[os.path.join(folder, "sbtest_schema.sql")],
+        stats = import_binlog([raw], out, schema=[schema],
                               source={"recording": meta["name"], "sysbench": meta[
                                   "sysbench_command"]}, progress=False)
     n = len(fm.load_trace(out).txns)

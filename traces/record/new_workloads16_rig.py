@@ -283,13 +283,20 @@ def record(p: Primary, rec_dir: Path, events: int, only: list[str]) -> list[str]
     return names
 
 
-def split_timings(all_csv: Path, res: Path) -> None:
-    """relay_replay's one CSV -> device16's two (timings.csv durable, timings_relaxed.csv)."""
+# device16's file per setting (device16.FILES; this rig imports nothing of commitsched)
+TIMINGS = {"durable": "timings.csv", "relaxed": "timings_relaxed.csv",
+           "relaxed_runtime": "timings_relaxed_runtime.csv"}
+
+
+def split_timings(all_csv: Path, res: Path, durabilities=("durable", "relaxed")) -> None:
+    """relay_replay's one CSV -> device16's one per setting (timings.csv durable,
+    timings_relaxed.csv, timings_relaxed_runtime.csv), for each setting asked for."""
     import csv
     with open(all_csv, newline="") as f:
         reader = csv.DictReader(f)
         rows, fields = list(reader), reader.fieldnames or ["workload"]
-    for durability, name in (("durable", "timings.csv"), ("relaxed", "timings_relaxed.csv")):
+    for durability in durabilities:
+        name = TIMINGS[durability]
         with open(res / name, "w", newline="") as f:
             w = csv.DictWriter(f, fields)
             w.writeheader()
@@ -331,7 +338,19 @@ def main(argv=None) -> int:
     ap.add_argument("--total-s", type=float, default=480,
                     help="everything ends within this many seconds of the start")
     ap.add_argument("--port", type=int, default=3390, help="the primary's; the replica's +1")
+    ap.add_argument("--durabilities", default="durable,relaxed",
+                    help="relay_replay's, alternating in each round (relaxed_runtime: started "
+                         "durable, SET GLOBAL 0/2)")
+    ap.add_argument("--block-margin-s", type=float, default=95,
+                    help="no new durability block in the last this many seconds of --total-s")
+    ap.add_argument("--run-margin-s", type=float, default=25,
+                    help="no new run in the last this many seconds of --total-s")
     a = ap.parse_args(argv)
+    bad = [d for d in a.durabilities.split(",") if d not in TIMINGS]
+    if bad or not a.durabilities:
+        ap.error(f"--durabilities: {','.join(bad) or 'none'}: known {', '.join(TIMINGS)}")
+    if not 0 < a.run_margin_s <= a.block_margin_s < a.total_s:
+        ap.error("--run-margin-s <= --block-margin-s < --total-s, all positive")
     b, work, out = Path(a.bundle), Path(a.work), Path(a.out)
     res = work / "results"
     rec_dir = work / "recordings"
@@ -361,23 +380,28 @@ def measure(a, b: Path, work: Path, res: Path, rec_dir: Path) -> int:
         primary.stop()
         log("primary stopped")
     left = T0 + a.total_s - time.time()
-    # no new durability block in its last ~95 s (a block: a server start, two warm-up applies,
-    # 18 runs), no new run in its last 25 s (a run, the server's stop, the packing)
+    # no new durability block in its last --block-margin-s (a block: a server start, two
+    # warm-up applies, 18 runs; ~20 s durable on the first lent machine, so 95 s by default),
+    # no new run in its last --run-margin-s (a run, the server's stop, the packing)
     cmd = [sys.executable, str(HERE / "relay_replay.py"), f"--mariadbd={b / 'bin/mariadbd'}",
            f"--share={b / 'share'}", f"--datadir-tar={b / 'datadir.tar.xz'}",
            f"--recordings={rec_dir}", f"--workloads={','.join(names)}",
            f"--work={work / 'replica'}", f"--out={res / 'timings_all.csv'}",
-           f"--rounds={a.rounds}", "--durabilities=durable,relaxed",
-           f"--budget-s={max(left - 95, 1):.0f}", f"--hard-budget-s={max(left - 25, 1):.0f}",
+           f"--rounds={a.rounds}", f"--durabilities={a.durabilities}",
+           f"--budget-s={max(left - a.block_margin_s, 1):.0f}",
+           f"--hard-budget-s={max(left - a.run_margin_s, 1):.0f}",
            f"--libs={b / 'lib'}", "--run-timeout-s=60", f"--port={a.port + 1}"]
     if a.configs:
         cmd.append(f"--configs={a.configs}")
     log(f"relay_replay: {left:.0f} s left; " + " ".join(cmd[2:]))
     env = dict(os.environ, PYTHONPATH=str(work / "pylib"))
-    rc = subprocess.run(cmd, env=env).returncode
+    try:    # a hung run: killed before the lease's timeout, so the packing still happens
+        rc = subprocess.run(cmd, env=env, timeout=max(left - 5, 1)).returncode
+    except subprocess.TimeoutExpired:
+        rc = 124
     log(f"relay_replay exited {rc}")
     if (res / "timings_all.csv").exists():
-        split_timings(res / "timings_all.csv", res)
+        split_timings(res / "timings_all.csv", res, tuple(a.durabilities.split(",")))
     return rc
 
 
