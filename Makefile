@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains
+        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -62,6 +62,7 @@ help:
 	@echo "                serial windows spread over the campaign (~20 min under MEASURE);"
 	@echo "                lag-check-i-report: its table and the ranges' coverage in docs/lag-check.md"
 	@echo "make lag-check-j  campaign J (pre-registered): campaign I again on the model with redo_write_shared and disk_hold"
+	@echo "make lag-check-k  campaign K (pre-registered): campaign J again with calibrate's disk probes taken in its stop"
 	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
 	@echo "                retro-check, not a fair test) into docs/lag-check.md"
 	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
@@ -430,6 +431,20 @@ lag-check-j: python-deps
 
 lag-check-j-report: python-deps
 	$(call lag_check_report,$(LAG_CHECK_J),lag-check-j)
+
+# Campaign K (issue 27, docs/lag-check.md): campaign J repeated, rig, runs and rule unchanged,
+# with calibrate's disk probes (fsync, O_DIRECT write, overlap, the commit's CPU) taken while its
+# --probe has the SQL thread stopped, not around the window beside the replica's own I/O;
+# pre-registered in its folder before it was measured (~20 min under MEASURE); report as J's.
+LAG_CHECK_K = traces/calibration/lag_check_k
+LAG_CHECK_K_PORT ?= 4211
+lag-check-k: python-deps
+	$(call lag_check_measure,$(LAG_CHECK_K),$(LAG_CHECK_K_PORT))
+	gzip -9n $(LAG_CHECK_K)/runs/*/samples.csv $(LAG_CHECK_K)/runs/*/window.json
+	$(MAKE) lag-check-k-report
+
+lag-check-k-report: python-deps
+	$(call lag_check_report,$(LAG_CHECK_K),lag-check-k)
 
 # Campaign F's stored runs calibrated on the median of its three serial drain repeats instead of
 # the first (the repeats without calibrate's window read from the rig's samples, with the first's
