@@ -236,3 +236,23 @@ def test_older_windows_without_probes_at_still_load(tmp_path):
     with pytest.raises(CalibrateError, match="probes_at") as e:
         Window.from_json(bad, "bad.json")
     assert "\n" not in str(e.value)
+
+
+def test_the_summary_and_the_provenance_say_where_the_disk_was_probed(tmp_path, capsys):
+    from commitsched.cli import main
+    from commitsched.profiles import get_profile
+    from commitsched.trace import write_trace
+    from test_calibrate_windows import windows_of, workload
+    txns = workload()
+    w = windows_of(txns, (1.5,))[0]
+    w.fsync_ms, w.fsync_ms_rounds = 0.15, [0.15] * PROBE_ROUNDS
+    w.probes_at = {"fsync": {"stop": PROBE_ROUNDS}, "direct_write": {"stop": PROBE_ROUNDS}}
+    (tmp_path / "w.json").write_text(json.dumps(w.to_json()))
+    write_trace(str(tmp_path / "binlog.jsonl"), txns)
+    assert main(["calibrate", "--samples", str(tmp_path / "w.json"), "--binlog",
+                 str(tmp_path / "binlog.jsonl"), "--cores", "1", "-o", str(tmp_path / "p.json"),
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "the disk probes: all 10 rounds in the probe's stop (the SQL thread stopped)" in out
+    assert "the fsync probe in the probe's stop said" in get_profile(
+        str(tmp_path / "p.json")).provenance
