@@ -160,7 +160,7 @@ def _window_txns(args, window) -> list:
 
 def summary(result, window, profile, path: str) -> str:
     import numpy as np
-    from .calibrate_replica import shares
+    from .calibrate_replica import probes_at_words, shares
     s = window.settings
     lines = [f"calibrated {path} on {window.replica} ({s.get('version')}): "
              f"{s.get('scheduler')} W={s.get('workers')}, {s.get('durability')}, "
@@ -186,6 +186,9 @@ def summary(result, window, profile, path: str) -> str:
         if rounds and len(rounds) > 1:
             lines.append(f"  the {what} probe: {len(rounds)} rounds, {min(rounds):.3f} to "
                          f"{max(rounds):.3f} ms, median {float(np.median(rounds)):.3f} ms")
+    where = probes_at_words(window.probes_at)
+    if where:
+        lines.append(f"  the disk probes: {where}")
     if result.overlap:
         hold, slowed, whole = result.overlap
         lines.append(f"  the disk's serial part: the two logs' syncs at once slowed each other "
@@ -269,7 +272,10 @@ def add_subcommands(sub, add_model_options) -> None:
                     "(docs/lag.md). On a replica on this machine its datadir's disk is "
                     "probed too: the fsync and O_DIRECT write latencies, the commit's CPU, and "
                     "how much of a sync holds the disk while the redo log and the binlog sync "
-                    "at once (disk_hold, docs/calibration.md).")
+                    "at once (disk_hold, docs/calibration.md): without --probe before and after "
+                    "the window (read-only, the replica's own I/O on top); with --probe during "
+                    "its stop, the SQL thread stopped (rounds that do not fit are taken after "
+                    "the window; the window's probes_at says where each ran).")
     p.add_argument("--replica", metavar="URL",
                    help="mysql://USER[:PASSWORD]@HOST[:PORT] (or ?socket=PATH; password from "
                         "MYSQL_PWD if not in the URL); needs REPLICA MONITOR / REPLICATION "
@@ -298,7 +304,8 @@ def add_subcommands(sub, add_model_options) -> None:
                    help="stop the SQL thread this long, then time the catch-up (explicit; "
                         "never the default). Needs REPLICATION SLAVE ADMIN (MariaDB 10.5.2 on; "
                         "SUPER too before 11.0.1) or REPLICATION_SLAVE_ADMIN / SUPER (MySQL): "
-                        "checked before the window starts")
+                        "checked before the window starts. The disk probes (a datadir on this "
+                        "machine) then run during the stop, never lengthening it")
     p.add_argument("--probe-at", type=_seconds, default=5.0, metavar="DURATION",
                    help="when the probe starts, into the window (default 5s)")
     p.add_argument("--repeat", type=_positive_int, default=1, metavar="N",

@@ -8,7 +8,8 @@ Two steps, which the command runs one after the other or apart:
    measured drain. Read-only without a probe. The storage's flush latency is probed in the
    replica's datadir when that is on this machine and writable (`--fsync-ms` otherwise), and
    with it how much of a sync holds the disk when the two logs sync at once (disk_overlap.py:
-   the profile's `disk_hold`).
+   the profile's `disk_hold`): before and after the window without a probe, during the
+   probe's stop with one (the disk without the replica's own syncs on top; _DiskProbes).
 2. **Fit** (`fit`): with the binlog of the window, the window is replayed (model/replay.py's
    arrivals: each transaction reaches the replica at its source commit time; the probe's stop
    as a hold) under the replica's own scheduler and settings, on a base profile whose CPU terms
@@ -78,7 +79,7 @@ class Window:
     # the replica is not on this machine
     cpu: list | None = None
     cpu_source: str | None = None
-    # the quiet probes before the window (ms): the redo log's O_DIRECT write of one page
+    # the quick probes' median (ms): the redo log's O_DIRECT write of one page
     log_write_ms: float | None = None
     # the CPU the commit's writes and syncs cost the committing thread, probed on the replica's
     # disk (io_cpu_us: {op: {"cpu_us", "switches"}}); None: not probed (an older window, or a
@@ -86,7 +87,8 @@ class Window:
     io_cpu: dict | None = None
     # the mean time (ms) of a 4 KiB O_DIRECT write over a second or more of them back to back
     # (write_sustained_ms): 1 / the write IOs a second the disk sustains for one thread; taken
-    # while the probe had the SQL thread stopped, else before the window. None: not probed
+    # while the probe had the SQL thread stopped, else before the window (or after it, where it
+    # did not fit in the stop: probes_at). None: not probed
     write_sustained_ms: float | None = None
     # each round of the quick probes (ms), PROBE_ROUNDS of them: `fsync_ms` and `log_write_ms`
     # are their medians, the rounds their spread. None: one round (an older window)
@@ -98,6 +100,11 @@ class Window:
     # the probe failed: `overlap_error` says why)
     overlap_rounds: list | None = None
     overlap_error: str | None = None
+    # where the disk probes' rounds ran: {kind: {place: rounds}}, kinds PROBE_KINDS, places
+    # PROBE_PLACES ("before" / "after" the window, in --probe's "stop", "overran": dropped).
+    # Each kind's rounds above are in the order of the places (before, stop, after). None: not
+    # said (a window recorded before 2026-11-27, or a replica on another machine)
+    probes_at: dict | None = None
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": 1, **asdict(self)}
@@ -149,6 +156,13 @@ class Window:
             raise CalibrateError(f"{path}: a malformed window (overlap_rounds must be rounds of "
                                  f"{', '.join(OVERLAP_KINDS)} syncs, alone and at once, with "
                                  f"positive mean_us)")
+        if w.probes_at is not None and not (isinstance(w.probes_at, dict) and all(
+                k in PROBE_KINDS and isinstance(c, dict) and all(
+                    p in PROBE_PLACES and isinstance(n, int) and not isinstance(n, bool)
+                    and n >= 0 for p, n in c.items()) for k, c in w.probes_at.items())):
+            raise CalibrateError(f"{path}: a malformed window (probes_at must count rounds of "
+                                 f"{', '.join(PROBE_KINDS)} by place: "
+                                 f"{', '.join(PROBE_PLACES)})")
         w.samples = samples
         if w.cpu is not None:
             try:
@@ -353,10 +367,10 @@ def write_sustained_ms(directory: str, seconds: float = 2.0) -> float | None:
     return round(1e3 * span / n, 4)
 
 
-# The quick probes (fsync, the O_DIRECT write) are each taken this many times, in rounds a
-# window apart in time as far as the window allows (before it and after it): their median is the
-# window's figure, the rounds its spread (one probe of one write read 72 µs in campaign F and
-# 255 µs in H on the same VM).
+# The quick probes (fsync, the O_DIRECT write) are each taken this many times: their median is
+# the window's figure, the rounds its spread (one probe of one write read 72 µs in campaign F and
+# 255 µs in H on the same VM). Without --probe, in rounds a window apart in time (before it and
+# after it); with one, in its stop (_DiskProbes).
 PROBE_ROUNDS = 5
 
 
@@ -368,24 +382,224 @@ def probe_rounds(probe, directory: str, rounds: int) -> list:
 
 # each round of the overlap probe runs each setting this long (s): 1.5 s a round
 OVERLAP_SECONDS = 0.5
+# the sustained write rate's probe (write_sustained_ms) runs this long (s)
+SUSTAINED_SECONDS = 2.0
 
 
 class _OverlapRounds:
-    """The overlap probe's rounds, taken like the quick probes' (some before the window, the
-    rest after it); the first failure (a directory refusing O_DIRECT) stops it, as one line."""
+    """The overlap probe's rounds; the first failure (a directory refusing O_DIRECT) stops it,
+    as one line."""
 
     def __init__(self):
         self.rounds: list = []
         self.error: str | None = None
 
+    def one(self, directory: str) -> dict | None:
+        """One round (None once the probe has failed)."""
+        if self.error:
+            return None
+        try:
+            return disk_overlap.probe(directory, OVERLAP_SECONDS)
+        except OSError as e:
+            self.error = str(e)
+            return None
+
     def take(self, directory: str, rounds: int) -> None:
         for _ in range(rounds):
-            if self.error:
-                return
-            try:
-                self.rounds.append(disk_overlap.probe(directory, OVERLAP_SECONDS))
-            except OSError as e:
-                self.error = str(e)
+            r = self.one(directory)
+            if r is not None:
+                self.rounds.append(r)
+
+
+# The disk probes (Window.probes_at's kinds) and where a round runs: "before" / "after" the
+# window while the replica applies (no --probe: read-only), or in --probe's "stop" (the SQL
+# thread stopped: the disk without the replica's own syncs and writes on top, which is the disk
+# its commits have to themselves; campaign J, docs/lag-check.md). "overran": a round begun in
+# the stop that ended after the restart, its reading dropped and taken again after the window.
+PROBE_KINDS = ("fsync", "direct_write", "overlap", "io_cpu", "sustained")
+PROBE_PLACES = ("before", "stop", "after", "overran")
+# the worker thread that runs the stop's rounds
+PROBE_THREAD = "calibrate-disk-probes"
+# A round of the stop starts only if it should end before the restart: its estimate is the
+# longest round of its kind so far (else its nominal length, else a first guess), times
+# ESTIMATE_MARGIN, plus ESTIMATE_SLACK s (starting threads and files).
+ESTIMATE_MARGIN = 1.1
+ESTIMATE_SLACK = 0.05
+FIRST_GUESS_S = {"fsync": 0.25, "direct_write": 0.25, "io_cpu": 2.0}
+
+
+class _DiskProbes:
+    """The disk probes of one window in the replica's datadir: their readings, and how many
+    rounds of each kind ran where (`at`: Window.probes_at). The probe functions are looked up
+    when a round runs (tests stub them)."""
+
+    def __init__(self, directory: str, fsync_given: bool):
+        self.d = directory
+        self.wanted = {"fsync": 0 if fsync_given else PROBE_ROUNDS,
+                       "direct_write": PROBE_ROUNDS, "overlap": PROBE_ROUNDS, "io_cpu": 1,
+                       "sustained": 1}
+        self.fsync_rounds: list = []
+        self.write_rounds: list = []
+        self.overlap = _OverlapRounds()
+        self.io_cpu: dict | None = None
+        self.sustained: float | None = None
+        self.at: dict = {}
+
+    def run(self, kind: str):
+        """One round of `kind` (its reading; None where the disk refused it)."""
+        if kind == "fsync":
+            return fsync_ms(self.d)
+        if kind == "direct_write":
+            return direct_write_ms(self.d)
+        if kind == "overlap":
+            return self.overlap.one(self.d)
+        if kind == "io_cpu":
+            return io_cpu_us(self.d)
+        return write_sustained_ms(self.d, SUSTAINED_SECONDS)
+
+    def keep(self, kind: str, place: str, value) -> None:
+        counts = self.at.setdefault(kind, {})
+        counts[place] = counts.get(place, 0) + 1
+        if place == "overran" or value is None:
+            return
+        if kind == "fsync":
+            self.fsync_rounds.append(value)
+        elif kind == "direct_write":
+            self.write_rounds.append(value)
+        elif kind == "overlap":
+            self.overlap.rounds.append(value)
+        elif kind == "io_cpu":
+            self.io_cpu = value
+        else:
+            self.sustained = value
+
+    def left(self, kind: str) -> int:
+        """Rounds of `kind` still to take (an overrun one is taken again; a failed overlap
+        probe is not)."""
+        if kind == "overlap" and self.overlap.error:
+            return 0
+        ran = sum(n for place, n in self.at.get(kind, {}).items() if place != "overran")
+        return max(0, self.wanted[kind] - ran)
+
+    def take(self, kind: str, rounds: int, place: str) -> None:
+        for _ in range(rounds):
+            self.keep(kind, place, self.run(kind))
+
+    def before_window(self, progress) -> None:
+        """Without --probe, as before it (read-only): most rounds of the quick probes and the
+        overlap probe before the window, the CPU of the commit's writes, the sustained rate."""
+        before = PROBE_ROUNDS - PROBE_ROUNDS // 2
+        self.take("fsync", min(before, self.wanted["fsync"]), "before")
+        self.take("direct_write", before, "before")
+        progress("probing the disk before the window (read-only: nothing is stopped): the "
+                 "two logs' syncs, alone and at once")
+        self.take("overlap", before, "before")
+        self.take("io_cpu", 1, "before")
+        # beside the replica's own writes (what the disk has left)
+        self.take("sustained", 1, "before")
+
+    def stop_plan(self) -> list:
+        """The stop's rounds in order: a round of each quick probe and of the overlap probe,
+        the commit's CPU and the sustained rate, then the other rounds, so that a short stop
+        still holds some of each."""
+        plan = []
+        for i in range(PROBE_ROUNDS):
+            plan += ["fsync"] * (i < self.wanted["fsync"]) + ["direct_write", "overlap"]
+            if i == 0:
+                plan += ["io_cpu", "sustained"]
+        return plan
+
+    def estimate(self, kind: str, done: list) -> float:
+        """How long a round of `kind` should take (s), from the rounds `done` so far."""
+        seen = [t1 - t0 for k, t0, t1, _ in done if k == kind]
+        if seen:
+            base = max(seen)
+        elif kind == "overlap":
+            base = (len(disk_overlap.KINDS) + 1) * OVERLAP_SECONDS
+        elif kind == "sustained":
+            base = SUSTAINED_SECONDS
+        elif kind == "io_cpu" and self._op_seconds(done):
+            # 500 of each op: the direct write, the write + sync, the append + sync
+            write, sync = self._op_seconds(done)
+            base = 500 * (2 * write + 2 * sync)
+        else:
+            base = FIRST_GUESS_S[kind]
+        return ESTIMATE_MARGIN * base + ESTIMATE_SLACK
+
+    @staticmethod
+    def _op_seconds(done: list) -> tuple | None:
+        """(one O_DIRECT write, one append + fdatasync) s, from the stop's quick rounds."""
+        w = [t1 - t0 for k, t0, t1, _ in done if k == "direct_write"]
+        f = [t1 - t0 for k, t0, t1, _ in done if k == "fsync"]
+        if not w or not f:
+            return None
+        return max(w) / (DIRECT_WARMUP + 50), max(f) / 50
+
+    def in_stop(self, deadline: float, clock, cancel) -> list:
+        """The stop's rounds (worker thread): each that should end by `deadline` (the
+        restart), in stop_plan's order; those that would not are skipped (taken after the
+        window). [(kind, start, end, reading)], readings kept by the caller (`settle`)."""
+        done: list = []
+        for kind in self.stop_plan():
+            if cancel.is_set():
+                break
+            t0 = clock()
+            if t0 + self.estimate(kind, done) > deadline:
+                continue
+            value = self.run(kind)
+            done.append((kind, t0, clock(), value))
+        return done
+
+    def settle(self, done: list, restarted: float | None) -> int:
+        """Keep the stop's rounds that ended before the restart (`restarted`: when START was
+        sent); the others ran into the catch-up: "overran". How many overran."""
+        late = 0
+        for kind, _, t1, value in done:
+            inside = restarted is None or t1 <= restarted
+            late += not inside
+            self.keep(kind, "stop" if inside else "overran", value)
+        return late
+
+    def after_window(self, progress, probed_in_stop: bool) -> None:
+        """What is left, after the window: the rest of the rounds (without --probe), or
+        those that did not fit in the stop."""
+        left = {k: self.left(k) for k in PROBE_KINDS}
+        if not sum(left.values()):
+            return
+        progress("probing the disk after the window"
+                 + (f": {sum(left.values())} rounds that did not fit in the stop"
+                    if probed_in_stop else ""))
+        for kind in PROBE_KINDS:
+            self.take(kind, left[kind], "after")
+
+
+def probe_place(window: "Window", kind: str) -> str:
+    """Where a probe's rounds ran, in a few words: "in the probe's stop", "around the window"
+    (before and after it; an older window too)."""
+    c = (window.probes_at or {}).get(kind) or {}
+    if c.get("stop") and not (c.get("before") or c.get("after")):
+        return "in the probe's stop"
+    if c.get("stop"):
+        return "in the probe's stop and after the window"
+    return "around the window"
+
+
+def probes_at_words(probes_at: dict | None) -> str | None:
+    """Where the window's disk probes ran, in words (None: not said, an older window, or not
+    probed)."""
+    if not probes_at:
+        return None
+    total = {p: sum(c.get(p, 0) for c in probes_at.values()) for p in PROBE_PLACES}
+    stop, elsewhere = total["stop"], total["before"] + total["after"]
+    if stop and not elsewhere and not total["overran"]:
+        return f"all {stop} rounds in the probe's stop (the SQL thread stopped)"
+    if not stop and not total["overran"]:
+        return "before and after the window, while the replica applied (nothing stopped)"
+    return (f"{stop} rounds in the probe's stop (the SQL thread stopped), {total['after']} "
+            f"after the window (they did not fit in it)"
+            + (f", {total['before']} before it" if total["before"] else "")
+            + (f"; {total['overran']} ran past the restart, dropped and taken again after"
+               if total["overran"] else ""))
 
 
 def median_of(values: list) -> float | None:
@@ -488,7 +702,10 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
            probe_at: float = 5.0, fsync: float | None = None, cores: int | None = None,
            progress=lambda s: None, clock=time.time, sleep=time.sleep) -> Window:
     """Sample the replica for `window` seconds (and, with a probe, until it has caught up
-    after it); the SQL thread is started again on every path once stopped."""
+    after it); the SQL thread is started again on every path once stopped. The disk (a local
+    datadir) is probed before and after the window without a probe (read-only), and in the
+    probe's stop with one, from a worker thread while the sampling goes on (_DiskProbes)."""
+    import threading
     from .replica_live import (applied, connect, read_settings, start_sql_thread,
                                stop_sql_thread, worker_counts)
     conn = connect(address)
@@ -498,24 +715,16 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
         received(conn, flavor)                 # a replica at all?
         check_applying(conn, flavor)           # and applying?
         s = settings.to_json()
-        # the disk probed before the window, while the replica has not been disturbed yet:
-        # a prior and a diagnostic (the fit takes the flush latency from the pace)
+        # the disk: a prior and a diagnostic (the fit takes the flush latency from the pace)
         d = local_datadir(s, address)
-        # most rounds of the quick probes before the window, the rest after it
-        before_rounds = PROBE_ROUNDS - PROBE_ROUNDS // 2
-        fsync_rounds = probe_rounds(fsync_ms, d, before_rounds) if d and fsync is None else []
-        write_rounds = probe_rounds(direct_write_ms, d, before_rounds) if d else []
-        overlap = _OverlapRounds()
-        if d:
-            progress("probing the disk: the two logs' syncs, alone and at once")
-            overlap.take(d, before_rounds)
-        io_cpu = io_cpu_us(d) if d else None
+        probes = _DiskProbes(d, fsync is not None) if d else None
+        if probes and not probe:
+            probes.before_window(progress)
+        elif probes:
+            progress(f"the disk is probed in the probe's stop ({probe:g} s at {probe_at:g} s, "
+                     f"the SQL thread stopped)")
         if cores is None:
             cores = local_cores(s, address)
-        # without a probe the sustained write rate is taken now, beside the replica's own writes
-        # (what the disk has left); with one, while the SQL thread is stopped (its commits'
-        # writes out of the way)
-        sustained = write_sustained_ms(d) if d and not probe else None
         before = worker_counts(conn)
         appliers = AppliersCpu(conn, local_pid(s, address))
         cpu: list = []
@@ -524,6 +733,18 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
         start = clock()
         deadline = start + window
         stopped = False
+        # the stop's disk probes: a worker thread, so that the samples keep their times and
+        # the restart its own (never later for a probe round)
+        cancel = threading.Event()
+        worker = None
+        in_stop: dict = {"done": [], "error": None}
+        restarted = None
+
+        def probe_in_stop(until: float) -> None:
+            try:
+                in_stop["done"] = probes.in_stop(until, clock, cancel)
+            except BaseException as e:          # raised again by the sampling thread
+                in_stop["error"] = e
         try:
             while True:
                 now = clock()
@@ -532,14 +753,17 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
                 cpu.append(reading)
                 since = now - start
                 if probe and state["stopped"] is None and since >= probe_at:
-                    progress(f"probe: SQL thread stopped for {probe:g} s")
                     stop_sql_thread(conn, flavor)
                     stopped = True
                     state["stopped"] = clock()
-                    if d:
-                        progress("probe: the disk's sustained write rate")
-                        sustained = write_sustained_ms(d)
+                    progress(f"probe: SQL thread stopped for {probe:g} s"
+                             + ("; probing the disk meanwhile" if probes else ""))
+                    if probes:
+                        worker = threading.Thread(target=probe_in_stop, name=PROBE_THREAD,
+                                                  args=(state["stopped"] + probe,))
+                        worker.start()
                 elif stopped and clock() - state["stopped"] >= probe:
+                    restarted = clock()
                     start_sql_thread(conn, flavor)
                     stopped = False
                     state["started"] = clock()
@@ -556,16 +780,21 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
                 sleep(max(0.0, interval - (clock() - now)))
         finally:
             if stopped:
+                restarted = clock()
                 start_sql_thread(conn, flavor)
+            if worker is not None:
+                cancel.set()                    # no round starts after the window
+                worker.join()
+        if in_stop["error"] is not None:
+            raise in_stop["error"]
         after = worker_counts(conn)
-        if d:
-            progress("probing the disk after the window")
-            if fsync is None:
-                fsync_rounds += probe_rounds(fsync_ms, d, PROBE_ROUNDS - before_rounds)
-            write_rounds += probe_rounds(direct_write_ms, d, PROBE_ROUNDS - before_rounds)
-            overlap.take(d, PROBE_ROUNDS - before_rounds)
+        if probes:
+            probes.settle(in_stop["done"], restarted)
+            probes.after_window(progress, probed_in_stop=state["stopped"] is not None)
     finally:
         conn.close()
+    fsync_rounds = probes.fsync_rounds if probes else []
+    write_rounds = probes.write_rounds if probes else []
     if fsync is None:
         fsync = median_of(fsync_rounds)
     log_write = median_of(write_rounds)
@@ -576,9 +805,11 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
     return Window(address.label(), s, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)),
                   interval, samples, probe_info, fsync, cores, before, after,
                   cpu if readable and cpu else None,
-                  appliers.source if readable and cpu else None, log_write, io_cpu, sustained,
-                  fsync_rounds or None, write_rounds or None, overlap.rounds or None,
-                  overlap.error)
+                  appliers.source if readable and cpu else None, log_write,
+                  probes.io_cpu if probes else None, probes.sustained if probes else None,
+                  fsync_rounds or None, write_rounds or None,
+                  (probes.overlap.rounds or None) if probes else None,
+                  probes.overlap.error if probes else None, probes.at if probes else None)
 
 
 def _caught_up(applied_state: str, received_state: str, flavor: str) -> bool:
@@ -940,8 +1171,8 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
                 "its process's (the IO and background threads' counted too: no thread ids)")
         notes.append(f"CPU scale from the replica's measured CPU time, {what}: "
                      f"{cpu_measured:.0f} µs a transaction applied; the flush latencies fitted "
-                     f"to the pace" + (f" (the fsync probe before the window said {prior_flush:.2f}x)"
-                                       if fsync is not None else ""))
+                     f"to the pace" + (f" (the fsync probe {probe_place(window, 'fsync')} "
+                                       f"said {prior_flush:.2f}x)" if fsync is not None else ""))
         if durability == "relaxed" and not write_us:
             # nothing of the pace depends on the flush: keep the probe's
             flush_scale = prior_flush
@@ -1064,7 +1295,8 @@ def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
                   f"{window.samples[-1][0] - window.samples[0][0]:.0f} s window{probe}: CPU "
                   f"terms {fit.cpu_scale:.3f} x {base.name}'s ({cpu_how}), flush latencies "
                   f"{fit.flush_scale:.3f} x {base.name}'s ({flush_how}; the fsync probe "
-                  f"before the window said {fit.prior_flush:.3f}){write}; the mechanism terms and their ratios are "
+                  f"{probe_place(window, 'fsync')} said {fit.prior_flush:.3f}){write}; the "
+                  f"mechanism terms and their ratios are "
                   f"{base.name}'s")
     p = fit.profile
     return replace(p, name=name, machine=machine, provenance=provenance, band=(),

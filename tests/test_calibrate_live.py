@@ -43,7 +43,9 @@ def rig():
     # Not under pytest's tmp_path: its parents are private to root, and the servers run as mysql.
     root = tempfile.mkdtemp(prefix="calibrate-live-")
     os.chmod(root, 0o755)
-    r = Rig(root, 3590, None)
+    # the primary's port, the replica's the next (record.free_port: where busy, one of
+    # 33100-33399); COMMITSCHED_TEST_PORT for a range of one's own beside other runs
+    r = Rig(root, int(os.environ.get("COMMITSCHED_TEST_PORT", "3590")), None)
     try:
         r.setup()
         yield r
@@ -78,6 +80,17 @@ def test_calibrate_a_live_replica(rig, tmp_path, capsys):
     assert recorded["settings"]["scheduler"] == "commit_id+mariadb_conservative"
     assert recorded["settings"]["workers"] == 2 and recorded["settings"]["durability"] == "durable"
     assert recorded["probe"]["start"] - recorded["probe"]["stop"] >= 2.0
+    # the disk probed while the SQL thread was stopped (what did not fit, after the window),
+    # from a worker thread: the stop no longer than asked (a sample's interval late at most,
+    # and the query's time)
+    at = recorded["probes_at"]
+    assert not any("before" in c for c in at.values()), at
+    assert at["fsync"].get("stop") and at["direct_write"].get("stop"), at
+    assert all(sum(c.values()) - c.get("overran", 0) == n for c, n in (
+        (at["fsync"], 5), (at["direct_write"], 5), (at["io_cpu"], 1), (at["sustained"], 1)))
+    assert recorded["probe"]["start"] - recorded["probe"]["stop"] < 2.5
+    print(f"probes_at {at}; fsync_ms_rounds {recorded['fsync_ms_rounds']}; "
+          f"log_write_ms_rounds {recorded['log_write_ms_rounds']}")
     assert recorded["fsync_ms"] > 0            # the datadir is on this machine
     # ... so its applier threads' CPU time is read with every sample, and it grows
     assert recorded["cpu_source"] == "threads"
