@@ -311,20 +311,7 @@ def doc_section(md: str) -> str:
 
 def update_doc(path: str, md: str) -> None:
     """Replace this section, or put it right after device16's (at the end when that is absent)."""
-    with open(path) as f:
-        text = f.read()
-    section = doc_section(md)
-    if DOC_TITLE in text and END in text:
-        head, rest = text.split(DOC_TITLE, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        text = head + section + ("\n" + tail if tail else "")
-    elif d16.END in text:
-        head, tail = text.split(d16.END, 1)
-        tail = tail.lstrip("\n")
-        text = head + d16.END + "\n\n" + section + ("\n" + tail if tail else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    d16._write(path, text)
+    d16.put_section(path, doc_section(md), DOC_TITLE, END, after=d16.END)
 
 
 def main(argv=None) -> int:

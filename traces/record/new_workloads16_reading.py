@@ -177,19 +177,8 @@ def text(r: dict) -> str:
 
 def update_doc(path: str, body: str) -> None:
     """This part right after device16_w3's tables, replaced when present."""
-    with open(path) as f:
-        doc = f.read()
-    part = f"{HEADING}{BEGIN}\n{body}{END}\n"
-    if BEGIN in doc and END in doc:
-        head, rest = doc.split(BEGIN, 1)
-        head = head.rsplit(HEADING, 1)[0]
-        tail = rest.split(END, 1)[1].lstrip("\n")
-    elif w3.END in doc:
-        head, tail = doc.split(w3.END, 1)
-        head, tail = head + w3.END + "\n\n", tail.lstrip("\n")
-    else:
-        raise w3.DataError(f"{path}: no device16_w3 section")
-    d16._write(path, head + part + ("\n" + tail if tail else ""))
+    d16.put_section(path, f"{HEADING}{BEGIN}\n{body}{END}\n", HEADING + BEGIN, END,
+                    after=w3.END, missing="no device16_w3 section")
 
 
 def main(argv=None) -> int:

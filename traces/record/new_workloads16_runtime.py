@@ -210,24 +210,12 @@ def report(folder: str = FOLDER, doc: str | None = w3.DOC, progress=print) -> st
 def update_doc(path: str, md: str) -> None:
     """This part in device16_w3's section: replaced, or put right after that section's tables
     (their end marker), which `make device16-w3-report` leaves in place."""
-    with open(path) as f:
-        text = f.read()
     body = md.split("\n", 2)[2].replace("\n## ", "\n#### ")
     part = (f"{HEADING}{BEGIN}\n"
             "The tables are `runtime/report.md`'s (`traces/record/new_workloads16_runtime.py`, "
             f"`make device16-w3-runtime-report`).\n\n{body}{END}\n")
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        head = head.rsplit(HEADING, 1)[0]
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        text = head + part + ("\n" + tail if tail else "")
-    elif w3.END in text:
-        head, tail = text.split(w3.END, 1)
-        tail = tail.lstrip("\n")
-        text = head + w3.END + "\n\n" + part + ("\n" + tail if tail else "")
-    else:
-        raise DataError(f"{path}: no device16_w3 section (make device16-w3-report first)")
-    d16._write(path, text)
+    d16.put_section(path, part, HEADING + BEGIN, END, after=w3.END,
+                    missing="no device16_w3 section (make device16-w3-report first)")
 
 
 def main(argv=None) -> int:
