@@ -644,7 +644,8 @@ def measured(run_dir: str) -> dict:
     numbers = np.asarray([int(x.gtid.rsplit("-", 1)[1]) for x in txns])
     ev = meta["events"]
     m = measured_lag(t, p, r, numbers)
-    out = {"meta": meta, "txns": txns, "events": ev,
+    out = {"meta": meta, "txns": txns, "trace": os.path.join(run_dir, "trace.jsonl.gz"),
+           "events": ev,
            "write_rate": write_rate(t, p, ev["sysbench_start"] + 1, ev["sysbench_end"])}
     windows = []
     if "start" in ev:
@@ -879,7 +880,12 @@ def predict(m: dict, run: dict, sched: str, workers: int, profile) -> dict:
     times = source_times(m["txns"])
     backlog = run["stop_for"]
     at = (m["events"]["stop"] - times.epoch) if backlog else 0.0
-    return lag_one(lambda txns=m["txns"]: iter(txns), times, sched, workers,
+    # the run's trace file with its columns, so that the replays run in the compiled core as
+    # `lag` runs them (a list of Txn objects runs in the reference engine: the same answers,
+    # but a drain near headroom 1 replays millions of transactions there for an hour)
+    from commitsched.cli import TraceSource
+    source = TraceSource(m["trace"])
+    return lag_one(source.txns, times, sched, workers,
                    profile.with_durability(run["durability"]), backlog=backlog,
                    backlog_at=max(at, 0.0))
 
