@@ -155,3 +155,44 @@ def test_a_profile_file_takes_a_rate_or_none_and_refuses_zero(tmp_path):
         path.write_text(json.dumps({**base, "disk_write_iops": bad}))
         with pytest.raises(ProfileError, match="disk_write_iops"):
             load_profile_file(str(path))
+
+
+def test_calibrate_says_the_rate_and_from_what():
+    from commitsched.calibrate_replica import described, fit
+    from test_calibrate_replica import BASE, BASE_FSYNC, machine, recorded_window, workload
+    txns = workload()
+    window = recorded_window(txns, machine(1.0))
+    window.settings["log_file_buffered"] = False
+    window.log_write_ms, window.write_sustained_ms = 0.064, 0.095
+    result = fit(window, txns, BASE, cores=1, fsync=BASE_FSYNC)
+    p = described(result, window, BASE, "m")
+    assert p.log_write == pytest.approx(64.0)
+    assert p.disk_write_iops == pytest.approx(1e6 / 95.0)
+    assert p.fitted_from["disk_write_iops"] == ("10526: 1e6 / the sustained write probe's 95.0 "
+                                                "µs (slower than the single write's 64.0 µs)")
+    assert "the disk's writes limited to 10526 a second" in p.provenance
+    # the single write as slow as the sustained ones: no limit, nothing said of one
+    window.write_sustained_ms = 0.064
+    bare = described(fit(window, txns, BASE, cores=1, fsync=BASE_FSYNC), window, BASE, "m")
+    assert bare.disk_write_iops is None and "disk_write_iops" not in bare.fitted_from
+    assert "limited to" not in bare.provenance
+
+
+def test_several_windows_keep_the_median_write_time_and_no_limit_is_the_fastest():
+    from commitsched.calibrate_replica import described_many, fit_many
+    from test_calibrate_replica import BASE, BASE_FSYNC, machine, recorded_window, workload
+    txns = workload()
+    windows = []
+    for i, sustained in enumerate((0.080, 0.100, None)):
+        w = recorded_window(txns, machine(1.0))
+        w.started_utc = f"2026-11-27T0{i}:00:00Z"
+        w.settings["log_file_buffered"] = False
+        w.log_write_ms, w.write_sustained_ms = 0.060, sustained
+        windows.append(w)
+    mf = fit_many(windows, [txns] * 3, BASE, labels=["a", "b", "c"], cores=1, fsync=BASE_FSYNC)
+    # as µs a write: 80, 100 and 0 (no limit): the median 80 µs, 12500 a second
+    assert mf.profile.disk_write_iops == pytest.approx(12500.0)
+    assert mf.slowest["disk_write_iops"] == pytest.approx(10000.0)
+    assert mf.fastest["disk_write_iops"] is None
+    p = described_many(mf, BASE, "m")
+    assert p.fitted_from["disk_write_iops"].startswith("12500: the median")
