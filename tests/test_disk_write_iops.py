@@ -196,3 +196,7 @@ def test_several_windows_keep_the_median_write_time_and_no_limit_is_the_fastest(
     assert mf.fastest["disk_write_iops"] is None
     p = described_many(mf, BASE, "m")
     assert p.fitted_from["disk_write_iops"].startswith("12500: the median")
+    from commitsched.spread import spread_ends
+    ends = spread_ends(p)
+    assert ends["slowest"].disk_write_iops == pytest.approx(10000.0)
+    assert ends["fastest"].disk_write_iops is None
