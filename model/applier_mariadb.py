@@ -33,7 +33,7 @@ from typing import Callable, Iterable
 from .profiles import Profile
 from .rules import (MARIADB_LEVELS, gco_decision, gco_released, lock_conflict, marks_at_exec_end,
                     next_thread, waits_for_mdl, waits_for_prior_commit)
-from .simcore import (CAUSES, Arrival, CommitChain, CommitStage, CpuPool, CpuTask, Deadlock, Disk,
+from .simcore import (CAUSES, Arrival, CommitChain, CommitStage, CpuPool, CpuTask, Deadlock, device,
                       EventLog, LogFlush, SimulationError, TxnRun, account_commit_wait, new_runs)
 
 MODES = MARIADB_LEVELS
@@ -74,7 +74,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     queues: list[deque[TxnRun]] = [deque() for _ in range(workers)]
     current: list[TxnRun | None] = [None] * workers
     cpus = CpuPool(profile.cores, heap, counter, profile.per_core_queues) if profile.cores else None
-    disk = Disk(profile.disk_hold) if profile.shared_disk else None
+    disk = device(profile)   # shared, rate-limited, or None
     # a relaxed replica's commit records, written after the binlog's group commit, ride on the
     # next prepare's redo write when another worker has a transaction in flight (InnoDB writes
     # all it has logged; the members find their records written or wait for that write): the
@@ -96,7 +96,7 @@ def simulate_mariadb(stream: Iterable[tuple], workers: int, profile: Profile,
     # commit (then FINISHED)
     flush = (LogFlush(profile.commit_grouped, profile.commit_cpu, cpus, heap, counter,
                       READY if chain is None else FINISHED, disk)
-             if profile.commit_grouped or profile.shared_disk
+             if profile.commit_grouped or disk is not None
              or (cpus is not None and profile.commit_cpu > 0)
              else None)
     driver = (CpuTask() if cpus is not None and (profile.dispatch > 0 or profile.dispatch_event > 0)

@@ -1109,13 +1109,22 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
         io_cpu = {**io_cpu, "direct_write": {"cpu_us": 0.0, "switches": 0.0}}
     write_us = 1e3 * window.log_write_ms if unbuffered and window.log_write_ms else 0.0
     sustained_us = 1e3 * window.write_sustained_ms if window.write_sustained_ms else 0.0
-    if unbuffered and sustained_us > write_us:
-        # a disk whose writes are rationed: a commit's write costs 1 / the IOs a second the
-        # disk sustains once the replica's writes use it all (write_sustained_ms)
+    if unbuffered and sustained_us > write_us and write_us:
+        # back to back the disk took longer a write than alone: a rate it sustains (an IOPS
+        # cap, the host disk's own pace). A limit binds only when the demand exceeds it, so a
+        # commit's write keeps the single write's latency and the device is rate-limited at
+        # what it sustained (Profile.disk_write_iops, simcore.WriteBucket)
+        settings["disk_write_iops"] = 1e6 / sustained_us
+        notes.append(f"the redo log's write {write_us:.0f} µs alone; back to back the disk "
+                     f"sustained {1e6 / sustained_us:.0f} writes a second ({sustained_us:.0f} "
+                     f"µs each): disk_write_iops {1e6 / sustained_us:.0f}, a limit the writes "
+                     f"wait for only where they come faster")
+    elif unbuffered and sustained_us > write_us:
+        # only the sustained probe: a commit's write costs 1 / the IOs a second the disk
+        # sustains once the replica's writes use it all (write_sustained_ms)
         notes.append(f"the redo log's write {sustained_us:.0f} µs: the disk sustained "
-                     f"{1e6 / sustained_us:.0f} writes a second, where a single write took "
-                     + (f"{write_us:.0f} µs" if write_us else "was not probed")
-                     + " (a rationed disk: an IOPS cap)")
+                     f"{1e6 / sustained_us:.0f} writes a second, where a single write was not "
+                     f"probed (a rationed disk: an IOPS cap)")
         write_us = sustained_us
     if unbuffered and not write_us:
         notes.append("the redo log is unbuffered (innodb_log_file_buffering=OFF) but its write "
@@ -1287,6 +1296,9 @@ def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
     write = (f", the redo log's unbuffered write {fit.profile.log_write:.1f} µs (the O_DIRECT "
              f"write probe's)"
              if fit.profile.log_write else "")
+    if fit.profile.disk_write_iops is not None:
+        write += (f", the disk's writes limited to {fit.profile.disk_write_iops:.0f} a second "
+                  f"(the sustained write probe's)")
     if window.io_cpu:
         write += (f", the commit's CPU from the probe on its disk (the redo log's write and sync "
                   f"{fit.profile.commit_cpu:.1f} µs, the binlog's sync {fit.profile.sync_cpu:.1f}"
@@ -1311,6 +1323,11 @@ def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
                                     if fit.cpu_measured is not None else
                                     f"fsync probe / {base.name}'s"),
                                 "log_write": f"{p.log_write:.2f}", "base": base.name,
+                                **({"disk_write_iops": f"{p.disk_write_iops:.0f}: 1e6 / the "
+                                    f"sustained write probe's "
+                                    f"{1e3 * window.write_sustained_ms:.1f} µs (slower than "
+                                    f"the single write's {1e3 * window.log_write_ms:.1f} µs)"}
+                                   if p.disk_write_iops is not None else {}),
                                 **({"disk_hold": _overlap_fitted_from(fit.overlap, window)}
                                    if fit.overlap else {}),
                                 **({"commit_cpu, sync_cpu, log_write_cpu":
@@ -1405,7 +1422,11 @@ def fit_many(windows: list[Window], txns_of: list[list], base: Profile, *,
     def over(func) -> dict:
         out = {}
         for k, v in terms[0].items():
-            if k == "disk_hold":
+            if k == "disk_write_iops":
+                # as µs a write (None: no limit, 0), so that the slowest end is the lowest rate
+                r = float(func([0.0 if t[k] is None else 1e6 / t[k] for t in terms]))
+                out[k] = None if r == 0.0 else round(1e6 / r, 6)
+            elif k == "disk_hold":
                 # None: the whole sync held, the longest hold (and the slowest)
                 r = float(func([math.inf if t[k] is None else t[k] for t in terms]))
                 out[k] = None if math.isinf(r) else round(r, 6)
@@ -1499,6 +1520,10 @@ def described_many(mf: ManyFit, base: Profile, name: str) -> Profile:
                                                 for f in mf.fits if f.overlap)
                                     + "; each: calibrate_replica._overlap_fitted_from)")}
                                    if any(f.overlap for f in mf.fits) else {}),
+                                **({"disk_write_iops": f"{p.disk_write_iops:.0f}: the "
+                                    f"median of the windows' sustained write probes, as µs a "
+                                    f"write"}
+                                   if p.disk_write_iops is not None else {}),
                                 "base": base.name, "windows": records,
                                 "spread": {"durability": "durable", "slowest": mf.slowest,
                                            "fastest": mf.fastest}},

@@ -102,6 +102,13 @@ class Profile:
     # (calibrate_replica.disk_hold_us: an in-place O_DIRECT write + fdatasync against an
     # append + fdatasync, alone and at once; docs/calibration.md).
     disk_hold: float | None = None
+    # `disk_write_iops`: the device's write rate limit, writes a second (a cgroup's blkio throttle,
+    # a cloud disk's IOPS cap, a host disk's sustained rate): every flush the MariaDB applier
+    # sends to the device (the syncs, the relaxed redo write) draws a token from a bucket that
+    # holds one throttle slice's worth (simcore.WriteBucket, THROTTLE_SLICE_S); below the rate
+    # no write waits. None: no limit. Fitted by `calibrate` from the redo log's sustained write
+    # probe when it is slower than the single write (docs/lag.md).
+    disk_write_iops: float | None = None
     # `coordination_event`: worker CPU per binlog event in parallel mode, on top of
     # `coordination` per transaction, on the worker's path. `coordination_thread`: CPU per event
     # per worker thread beyond the first that the replica burns while threads wait for each
@@ -356,6 +363,9 @@ def _profile_from_json(obj: object, path: str) -> Profile:
               and math.isfinite(value) and value >= 0)
         if not ok:
             raise ProfileError(f"{path}: profile term {key!r} has a bad value {value!r}")
+    if obj.get("disk_write_iops") == 0:
+        raise ProfileError(f"{path}: profile term 'disk_write_iops' must be above 0 (null: no "
+                           f"limit)")
     kw = dict(obj)
     if "band" in kw:
         kw["band"] = tuple(kw["band"])

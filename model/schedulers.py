@@ -18,7 +18,7 @@ from .applier_gr import GR_BUGS, simulate_group_replication
 from .applier_mysql import MYSQL_BUGS, simulate_database, simulate_logical_clock
 from .profiles import Profile
 from .metrics import RunMetrics
-from .simcore import CAUSES, Arrival, SimulationError, TxnRun
+from .simcore import CAUSES, Arrival, SimulationError, TxnRun, WriteBucket
 
 # Certification-based clusters (docs/certification.md): a member applying the others' write-sets.
 CLUSTER_APPLIERS = ("galera", "group_replication")
@@ -86,6 +86,9 @@ def simulate_serial(txns: Iterable, profile: Profile, sink: Callable[[TxnRun], N
     t = 0.0
     exec_cost, commit_cost, sync = profile.exec_cost, profile.commit_cost, profile.group_sync
     dispatch = profile.dispatch_cost
+    # the device's write rate limit (disk_write_iops): the commit step's write and the sync
+    # each wait for a token, as the appliers' flushes do (simcore.Disk)
+    bucket = WriteBucket(profile.disk_write_iops) if profile.disk_write_iops is not None else None
     for txn in txns:
         run = TxnRun(txn, None, exec_cost(txn), commit_cost(txn))
         run.worker = 0
@@ -96,8 +99,13 @@ def simulate_serial(txns: Iterable, profile: Profile, sink: Callable[[TxnRun], N
         run.dispatch = t
         run.start = t = t + dispatch(txn, 1)
         run.exec_end = t + run.exec
-        run.ready = run.exec_end + run.commit_cost
-        run.commit = t = run.ready + sync
+        if bucket is None:
+            run.ready = run.exec_end + run.commit_cost
+            run.commit = t = run.ready + sync
+        else:
+            run.ready = (bucket.take(run.exec_end) if run.commit_cost > 0
+                         else run.exec_end) + run.commit_cost
+            run.commit = t = (bucket.take(run.ready) if sync > 0 else run.ready) + sync
         sink(run)
     return dict.fromkeys(CAUSES, 0.0)
 

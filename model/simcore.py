@@ -76,6 +76,43 @@ class TxnRun:
         return out
 
 
+# How many writes the device's rate limit lets through at once (`WriteBucket`'s size) is what it
+# allows in this long: cgroup v1's blkio throttle deals a group its allowance in 100 ms slices
+# (block/blk-throttle.c, `throtl_slice`), and a host's limiter likewise lets such bursts through.
+THROTTLE_SLICE_S = 0.1
+
+
+class WriteBucket:
+    """The device's write rate limit (the profile's `disk_write_iops`): a token bucket refilled at
+    `iops` writes a second, holding at most what one throttle slice allows (at least one
+    write), full at the start. A write takes a token when it is issued; with none left it
+    waits for the next, and the writes issued after it wait behind it (first come, first
+    served). A rate limit binds only where the demand exceeds it: below the rate no write waits.
+
+    Times in µs; the same arithmetic in the same order as the Rust core's (simcore_rs core.rs)."""
+
+    __slots__ = ("interval", "capacity", "tokens", "at")
+
+    def __init__(self, iops: float):
+        self.interval = 1e6 / iops                       # µs per token
+        self.capacity = max(1.0, iops * THROTTLE_SLICE_S)
+        self.tokens = self.capacity
+        self.at = 0.0                                    # when `tokens` was counted
+
+    def take(self, now: float) -> float:
+        """A write issued at `now`: when it gets its token and goes to the device."""
+        t = now if now >= self.at else self.at
+        tokens = self.tokens + (t - self.at) / self.interval
+        if tokens > self.capacity:
+            tokens = self.capacity
+        if tokens < 1.0:
+            t += (1.0 - tokens) * self.interval
+            tokens = 1.0
+        self.tokens = tokens - 1.0
+        self.at = t
+        return t
+
+
 class Disk:
     """The device the binlog and the redo log flush to, when they share one (`shared_disk`): one
     flush at a time. On ext4 every fsync commits the filesystem's journal, and jbd2 commits one
@@ -85,17 +122,27 @@ class Disk:
 
     `hold` (the profile's `disk_hold`, µs): how much of each flush, from its start, keeps the
     next one waiting; the rest of it (the device writing while another request is queued)
-    overlaps the next flush. None: the whole flush, one after the other."""
+    overlaps the next flush. None: the whole flush, one after the other.
 
-    __slots__ = ("free_at", "hold")
+    `shared=False`: the flushes do not queue behind each other (no `shared_disk`), only behind
+    the `bucket` (the profile's `disk_write_iops`), which every flush passes first."""
 
-    def __init__(self, hold: "float | None" = None):
+    __slots__ = ("free_at", "hold", "shared", "bucket")
+
+    def __init__(self, hold: "float | None" = None, *, shared: bool = True,
+                 bucket: "WriteBucket | None" = None):
         self.free_at = 0.0
         self.hold = hold
+        self.shared = shared
+        self.bucket = bucket
 
     def flush(self, now: float, duration: float) -> float:
-        """Reserve the device from `now` or when it frees, for `hold` of the flush (all of it
-        when None or longer); the flush's end."""
+        """Reserve the device from `now` (or its token) or when it frees, for `hold` of the
+        flush (all of it when None or longer); the flush's end."""
+        if self.bucket is not None:
+            now = self.bucket.take(now)
+        if not self.shared:
+            return now + duration
         start = now if now >= self.free_at else self.free_at
         hold = self.hold
         if hold is None or hold >= duration:
@@ -103,6 +150,16 @@ class Disk:
             return self.free_at
         self.free_at = start + hold
         return start + duration
+
+
+def device(profile) -> "Disk | None":
+    """The device a MariaDB replica's flushes go to: shared (`shared_disk`), rate-limited
+    (`disk_write_iops`), both, or None (each flush a plain delay)."""
+    iops = profile.disk_write_iops
+    if not profile.shared_disk and iops is None:
+        return None
+    return Disk(profile.disk_hold, shared=profile.shared_disk,
+                bucket=WriteBucket(iops) if iops is not None else None)
 
 
 def _flush_end(disk: "Disk | None", now: float, duration: float) -> float:

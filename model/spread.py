@@ -51,8 +51,10 @@ def _term_ok(known: dict, key: str, value) -> bool:
     number not below 0."""
     if key not in known:
         return False
-    if key == "disk_hold" and value is None:       # the whole sync held (profiles.Profile)
-        return True
+    if key in ("disk_hold", "disk_write_iops") and value is None:   # the whole sync held; no
+        return True                                                  # rate limit (Profile)
+    if key == "disk_write_iops" and value == 0:    # a rate of 0 lets no write through
+        return False
     if isinstance(known[key], bool):
         return isinstance(value, bool)
     return (isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -302,21 +302,25 @@ def test_the_sustained_write_probe_times_a_run_of_writes(tmp_path):
     assert list(tmp_path.iterdir()) == []                     # its file removed
 
 
-@pytest.mark.parametrize("single, sustained, expected", [(0.05, 1.0, 1000.0),
-                                                         (0.05, 0.03, 50.0),
-                                                         (0.05, None, 50.0)])
-def test_a_rationed_disk_prices_the_redo_write_at_its_sustained_rate(single, sustained,
-                                                                    expected):
+@pytest.mark.parametrize("single, sustained, write, iops", [(0.05, 1.0, 50.0, 1000.0),
+                                                            (0.05, 0.03, 50.0, None),
+                                                            (0.05, None, 50.0, None),
+                                                            (None, 1.0, 1000.0, None)])
+def test_a_rationed_disk_keeps_the_single_write_and_limits_the_rate(single, sustained, write,
+                                                                     iops):
     """An IOPS cap deals its allowance in slices: a short probe's median write passes at the
-    device's speed, a saturated replica's at 1 / the cap. The redo log's unbuffered write
-    (log_write, what a relaxed commit waits for) is the slower of the two probes."""
+    device's speed, a saturated replica's at 1 / the cap. A commit's write (log_write) keeps the
+    single write's latency and the disk is limited to what it sustained (disk_write_iops), a
+    limit writes wait for only above the rate; with the sustained probe alone, its write."""
     txns = workload()
     window = recorded_window(txns, machine(1.0))
     window.settings["log_file_buffered"] = False
     window.log_write_ms, window.write_sustained_ms = single, sustained
     result = fit(window, txns, BASE, cores=1, fsync=BASE_FSYNC)
-    assert result.profile.log_write == pytest.approx(expected)
-    assert any("rationed disk" in n for n in result.notes) == (expected == 1000.0)
+    assert result.profile.log_write == pytest.approx(write)
+    assert result.profile.disk_write_iops == (None if iops is None else pytest.approx(iops))
+    assert any("disk_write_iops 1000" in n for n in result.notes) == (iops is not None)
+    assert any("rationed disk" in n for n in result.notes) == (single is None)
 
 
 def test_a_window_with_a_bad_sustained_write_probe_is_refused(tmp_path):

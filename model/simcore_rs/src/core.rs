@@ -6,6 +6,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use crate::profile::Profile;
 
 // ------------------------------------------------------------------ a fast hasher (FxHash)
 
@@ -276,15 +277,70 @@ impl Queue {
 
 // ------------------------------------------------------------------ Disk
 
-/// simcore.Disk: one flush at a time on the device, each holding it for `hold` (the profile's
-/// `disk_hold`, µs) from its start, or all of it when None or longer.
+/// simcore.THROTTLE_SLICE_S: the rate limit's bucket holds what it allows in one slice of cgroup
+/// v1's blkio throttle (100 ms).
+pub const THROTTLE_SLICE_S: f64 = 0.1;
+
+/// simcore.WriteBucket: the device's write rate limit (`disk_write_iops`), a token bucket full
+/// at the start; a write with no token waits for the next, later writes behind it.
+pub struct WriteBucket {
+    pub interval: f64,
+    pub capacity: f64,
+    pub tokens: f64,
+    pub at: f64,
+}
+
+impl WriteBucket {
+    pub fn new(iops: f64) -> WriteBucket {
+        let capacity = 1.0f64.max(iops * THROTTLE_SLICE_S);
+        WriteBucket { interval: 1e6 / iops, capacity, tokens: capacity, at: 0.0 }
+    }
+
+    /// A write issued at `now`: when it gets its token and goes to the device.
+    pub fn take(&mut self, now: f64) -> f64 {
+        let mut t = if now >= self.at { now } else { self.at };
+        let mut tokens = self.tokens + (t - self.at) / self.interval;
+        if tokens > self.capacity {
+            tokens = self.capacity;
+        }
+        if tokens < 1.0 {
+            t += (1.0 - tokens) * self.interval;
+            tokens = 1.0;
+        }
+        self.tokens = tokens - 1.0;
+        self.at = t;
+        t
+    }
+}
+
+/// simcore.Disk: one flush at a time on the device (`shared`), each holding it for `hold` (the
+/// profile's `disk_hold`, µs) from its start, or all of it when None or longer; every flush
+/// passes the `bucket` first (`disk_write_iops`).
 pub struct Disk {
     pub free_at: f64,
     pub hold: Option<f64>,
+    pub shared: bool,
+    pub bucket: Option<WriteBucket>,
 }
 
 impl Disk {
+    /// simcore.device: shared, rate-limited, both, or None.
+    pub fn for_profile(p: &Profile) -> Option<Disk> {
+        if !p.shared_disk && p.disk_write_iops.is_none() {
+            return None;
+        }
+        Some(Disk { free_at: 0.0, hold: p.disk_hold, shared: p.shared_disk,
+                    bucket: p.disk_write_iops.map(WriteBucket::new) })
+    }
+
     pub fn flush(&mut self, now: f64, duration: f64) -> f64 {
+        let now = match self.bucket.as_mut() {
+            Some(b) => b.take(now),
+            None => now,
+        };
+        if !self.shared {
+            return now + duration;
+        }
         let start = if now >= self.free_at { now } else { self.free_at };
         match self.hold {
             Some(hold) if hold < duration => {

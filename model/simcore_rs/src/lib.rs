@@ -116,6 +116,7 @@ fn read_profile(d: &Bound<'_, PyDict>) -> PyResult<Profile> {
         log_write: get_f64(d, "log_write")?,
         redo_write_shared: get_bool(d, "redo_write_shared")?,
         disk_hold: get_opt_f64(d, "disk_hold")?,
+        disk_write_iops: get_opt_f64(d, "disk_write_iops")?,
     })
 }
 
@@ -162,6 +163,8 @@ fn serial(c: &Cols, p: &Profile, workers: usize, arrival: Option<&[f64]>, schedu
     let mut sink = Sink::new(workers, c.n, schedule);
     sink.set_watch(watch);
     let sync = p.group_sync();
+    // schedulers.simulate_serial: the commit step's write and the sync each wait for a token
+    let mut bucket = p.disk_write_iops.map(core::WriteBucket::new);
     let mut t = 0.0f64;
     for i in 0..c.n {
         let mut run = core::Run::new(i, c.seq(i), p.exec_cost(c, i), p.commit_cost(c, i), 0.0);
@@ -176,8 +179,18 @@ fn serial(c: &Cols, p: &Profile, workers: usize, arrival: Option<&[f64]>, schedu
         t += p.dispatch_cost(c, i, 1);
         run.start = t;
         run.exec_end = t + run.exec;
-        run.ready = run.exec_end + run.commit_cost;
-        t = run.ready + sync;
+        match bucket.as_mut() {
+            None => {
+                run.ready = run.exec_end + run.commit_cost;
+                t = run.ready + sync;
+            }
+            Some(b) => {
+                let issued = if run.commit_cost > 0.0 { b.take(run.exec_end) } else { run.exec_end };
+                run.ready = issued + run.commit_cost;
+                let synced = if sync > 0.0 { b.take(run.ready) } else { run.ready };
+                t = synced + sync;
+            }
+        }
         run.commit = t;
         sink.take(&run);
     }

@@ -107,7 +107,7 @@ impl<'a> Mariadb<'a> {
         let cpus = p.cores.filter(|&k| k > 0).map(|k| CpuPool::new(k, p.per_core_queues));
         let has_cpus = cpus.is_some();
         let sync = p.group_sync();
-        let disk = if p.shared_disk { Some(Disk { free_at: 0.0, hold: p.disk_hold }) } else { None };
+        let disk = Disk::for_profile(p);
         let member = if p.commit_byte != 0.0 {
             MemberCost::Sum
         } else {
@@ -124,7 +124,7 @@ impl<'a> Mariadb<'a> {
             Some(CommitChain { wakeup: p.wakeup, next_seq: None, busy: false,
                                waiting: FxMap::default() })
         };
-        let flush = if p.commit_grouped || p.shared_disk || (has_cpus && p.commit_cpu > 0.0) {
+        let flush = if p.commit_grouped || disk.is_some() || (has_cpus && p.commit_cpu > 0.0) {
             Some(LogFlush { grouped: p.commit_grouped,
                             cpu: if has_cpus { p.commit_cpu } else { 0.0 },
                             kind: if chain.is_none() { READY } else { FINISHED },
