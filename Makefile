@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains
+        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -63,6 +63,7 @@ help:
 	@echo "                lag-check-i-report: its table and the ranges' coverage in docs/lag-check.md"
 	@echo "make lag-check-j  campaign J (pre-registered): campaign I again on the model with redo_write_shared and disk_hold"
 	@echo "make lag-check-k  campaign K (pre-registered): campaign J again with calibrate's disk probes taken in its stop"
+	@echo "make lag-check-l  campaign L (pre-registered): campaign K again with the disk's sustained write rate as a rate limit"
 	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
 	@echo "                retro-check, not a fair test) into docs/lag-check.md"
 	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
@@ -445,6 +446,20 @@ lag-check-k: python-deps
 
 lag-check-k-report: python-deps
 	$(call lag_check_report,$(LAG_CHECK_K),lag-check-k)
+
+# Campaign L (issue 27, docs/lag-check.md): campaign K repeated, rig, runs and rule unchanged,
+# on the model where a disk's sustained write rate is a rate limit (disk_write_iops, a token
+# bucket) and the single write its latency; pre-registered in its folder before it was measured
+# (~20 min under MEASURE); report as K's (a few minutes).
+LAG_CHECK_L = traces/calibration/lag_check_l
+LAG_CHECK_L_PORT ?= 4231
+lag-check-l: python-deps
+	$(call lag_check_measure,$(LAG_CHECK_L),$(LAG_CHECK_L_PORT))
+	gzip -9n $(LAG_CHECK_L)/runs/*/samples.csv $(LAG_CHECK_L)/runs/*/window.json
+	$(MAKE) lag-check-l-report
+
+lag-check-l-report: python-deps
+	$(call lag_check_report,$(LAG_CHECK_L),lag-check-l)
 
 # Campaign F's stored runs calibrated on the median of its three serial drain repeats instead of
 # the first (the repeats without calibrate's window read from the rig's samples, with the first's
