@@ -314,34 +314,44 @@ def update_doc(path: str, md: str) -> None:
     d16.put_section(path, doc_section(md), DOC_TITLE, END, after=d16.END)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
+def cli(argv, *, prog: str, description: str, folder: str, unpack_run, report_run,
+        tables_md) -> int:
+    """The unpack / report / tables command line that this test's runs share:
+    `unpack_run(src, folder, binlogs, progress)`, `report_run(folder, doc, progress)`,
+    `tables_md(stored predictions, folder)`; a bad file is one line on stderr, exit 1."""
+    ap = argparse.ArgumentParser(prog=prog, description=description,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--folder", default=FOLDER, help="the test's folder (default: %(default)s)")
+    ap.add_argument("--folder", default=folder, help="the run's folder (default: %(default)s)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     u = sub.add_parser("unpack", help="the device run's files into the folder, binlogs imported")
     u.add_argument("src", help="the folder the run's $OUT came back in")
     u.add_argument("--binlogs", default=BINLOGS, help="where the binlogs go (ignored folder)")
-    r = sub.add_parser("report", help="simulate, write report.md, report.json and the doc section")
+    r = sub.add_parser("report", help="simulate, write report.md, report.json and the doc's part")
     r.add_argument("--no-doc", action="store_true", help="leave docs/calibration.md alone")
     sub.add_parser("tables", help="report.md again from report.json's stored predictions")
     a = ap.parse_args(argv)
     quiet = (lambda s: None) if not sys.stderr.isatty() else (lambda s: print(s, file=sys.stderr))
     try:
         if a.cmd == "unpack":
-            names = unpack(a.src, a.folder, a.binlogs, quiet)
+            names = unpack_run(a.src, a.folder, a.binlogs, quiet)
             print(f"unpacked {', '.join(names)} into {a.folder}")
         elif a.cmd == "report":
-            sys.stdout.write(report(a.folder, None if a.no_doc else DOC, quiet))
+            sys.stdout.write(report_run(a.folder, None if a.no_doc else DOC, quiet))
         else:
             with open(os.path.join(a.folder, "report.json")) as f:
                 pred = json.load(f)["predictions"]
-            sys.stdout.write(markdown(tables(pred, a.folder), pred, a.folder))
+            sys.stdout.write(tables_md(pred, a.folder))
     except (DataError, OSError, KeyError, json.JSONDecodeError, tarfile.TarError) as e:
-        print(f"new_workloads16: {type(e).__name__ if isinstance(e, KeyError) else ''}{e}",
+        print(f"{prog}: {type(e).__name__ if isinstance(e, KeyError) else ''}{e}",
               file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv=None) -> int:
+    return cli(argv, prog="new_workloads16", description=__doc__, folder=FOLDER,
+               unpack_run=unpack, report_run=report,
+               tables_md=lambda pred, folder: markdown(tables(pred, folder), pred, folder))
 
 
 if __name__ == "__main__":

@@ -14,12 +14,10 @@ first run's (device16_w3's timings.csv).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import sys
-import tarfile
 from dataclasses import replace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -219,33 +217,9 @@ def update_doc(path: str, md: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--folder", default=FOLDER, help="the run's folder (default: %(default)s)")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    u = sub.add_parser("unpack", help="the run's files into the folder, binlogs imported")
-    u.add_argument("src", help="the folder the run's $OUT came back in")
-    u.add_argument("--binlogs", default=BINLOGS, help="where the binlogs go (ignored folder)")
-    r = sub.add_parser("report", help="simulate, write report.md, report.json and the doc part")
-    r.add_argument("--no-doc", action="store_true", help="leave docs/calibration.md alone")
-    sub.add_parser("tables", help="report.md again from report.json's stored predictions")
-    a = ap.parse_args(argv)
-    quiet = (lambda s: None) if not sys.stderr.isatty() else (lambda s: print(s, file=sys.stderr))
-    try:
-        if a.cmd == "unpack":
-            names = unpack(a.src, a.folder, a.binlogs, quiet)
-            print(f"unpacked {', '.join(names)} into {a.folder}")
-        elif a.cmd == "report":
-            sys.stdout.write(report(a.folder, None if a.no_doc else w3.DOC, quiet))
-        else:
-            with open(os.path.join(a.folder, "report.json")) as f:
-                pred = json.load(f)["predictions"]
-            sys.stdout.write(markdown(tables(pred, a.folder), pred))
-    except (DataError, OSError, KeyError, json.JSONDecodeError, tarfile.TarError) as e:
-        print(f"new_workloads16_runtime: {type(e).__name__ if isinstance(e, KeyError) else ''}"
-              f"{e}", file=sys.stderr)
-        return 1
-    return 0
+    return w3.cli(argv, prog="new_workloads16_runtime", description=__doc__, folder=FOLDER,
+                  unpack_run=unpack, report_run=report,
+                  tables_md=lambda pred, folder: markdown(tables(pred, folder), pred))
 
 
 if __name__ == "__main__":
