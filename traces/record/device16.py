@@ -208,19 +208,29 @@ def predictions(progress=print) -> dict:
             out["first"][_key(d, w, mode, n)] = {
                 "carried": fm.predict(wls[w], carried.with_durability(d), mode, n),
                 "calibrated": fm.predict(wls[w], calibrated.with_durability(d), mode, n)}
-    relaxed = calibrated.with_durability("relaxed")
-    for (w, mode, n) in sorted(measured(data["relaxed_runtime"])):
-        progress(f"  device16 relaxed at run time {w} {mode} W={n}")
-        out["second"][_key("relaxed_runtime", w, mode, n)] = {
+    out["second"], out["serial_ratio"] = runtime_predictions(
+        wls, data["relaxed_runtime"], runtime, calibrated.with_durability("relaxed"),
+        "device16", progress)
+    return out
+
+
+def runtime_predictions(wls: dict, rows, runtime: Profile, relaxed: Profile, label: str,
+                        progress) -> tuple[dict, dict]:
+    """A relaxed-at-run-time registration's predictions: each measured configuration with the
+    log write (`runtime`) and without it (`relaxed`), and each workload's serial apply ratio
+    between the two."""
+    configs, ratio = {}, {}
+    for (w, mode, n) in sorted(measured(rows)):
+        progress(f"  {label} relaxed at run time {w} {mode} W={n}")
+        configs[_key("relaxed_runtime", w, mode, n)] = {
             "model": fm.predict(wls[w], runtime, mode, n),
             "model_without_log_write": fm.predict(wls[w], relaxed, mode, n)}
     for w, wl in wls.items():
         with_write = fm.makespan(wl.txns, "serial", 1, runtime, wl.columns)
         without = fm.makespan(wl.txns, "serial", 1, relaxed, wl.columns)
-        out["serial_ratio"][w] = {"model": with_write / without,
-                                  "model_us_per_txn": [with_write / len(wl.txns),
-                                                       without / len(wl.txns)]}
-    return out
+        ratio[w] = {"model": with_write / without,
+                    "model_us_per_txn": [with_write / len(wl.txns), without / len(wl.txns)]}
+    return configs, ratio
 
 
 def _key(setting: str, w: str, mode: str, n: int) -> str:

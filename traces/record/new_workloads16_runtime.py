@@ -85,17 +85,8 @@ def predictions(folder: str = FOLDER, first: str = FIRST, progress=print) -> dic
     out = {"log_write_us": lw, "configs": {}, "serial_ratio": {},
            "trace": {w: {"transactions": wl.full_count, "mean_events": wl.mean_events,
                          "mean_rows": wl.mean_rows} for w, wl in wls.items()}}
-    for (w, mode, n) in sorted(d16.measured(data["relaxed_runtime"])):
-        progress(f"  device16_w3 relaxed at run time {w} {mode} W={n}")
-        out["configs"][d16._key("relaxed_runtime", w, mode, n)] = {
-            "model": fm.predict(wls[w], runtime, mode, n),
-            "model_without_log_write": fm.predict(wls[w], relaxed, mode, n)}
-    for w, wl in wls.items():
-        with_write = fm.makespan(wl.txns, "serial", 1, runtime, wl.columns)
-        without = fm.makespan(wl.txns, "serial", 1, relaxed, wl.columns)
-        out["serial_ratio"][w] = {"model": with_write / without,
-                                  "model_us_per_txn": [with_write / len(wl.txns),
-                                                       without / len(wl.txns)]}
+    out["configs"], out["serial_ratio"] = d16.runtime_predictions(
+        wls, data["relaxed_runtime"], runtime, relaxed, "device16_w3", progress)
     return out
 
 
