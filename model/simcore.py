@@ -124,15 +124,19 @@ class Disk:
     next one waiting; the rest of it (the device writing while another request is queued)
     overlaps the next flush. None: the whole flush, one after the other.
 
+    `share` (the profile's `disk_hold_share`, 0-1): the hold as that share of each flush
+    instead; it takes the place of `hold` when given.
+
     `shared=False`: the flushes do not queue behind each other (no `shared_disk`), only behind
     the `bucket` (the profile's `disk_write_iops`), which every flush passes first."""
 
-    __slots__ = ("free_at", "hold", "shared", "bucket")
+    __slots__ = ("free_at", "hold", "share", "shared", "bucket")
 
-    def __init__(self, hold: "float | None" = None, *, shared: bool = True,
-                 bucket: "WriteBucket | None" = None):
+    def __init__(self, hold: "float | None" = None, *, share: "float | None" = None,
+                 shared: bool = True, bucket: "WriteBucket | None" = None):
         self.free_at = 0.0
         self.hold = hold
+        self.share = share
         self.shared = shared
         self.bucket = bucket
 
@@ -144,7 +148,7 @@ class Disk:
         if not self.shared:
             return now + duration
         start = now if now >= self.free_at else self.free_at
-        hold = self.hold
+        hold = self.hold if self.share is None else self.share * duration
         if hold is None or hold >= duration:
             self.free_at = start + duration
             return self.free_at
@@ -158,7 +162,7 @@ def device(profile) -> "Disk | None":
     iops = profile.disk_write_iops
     if not profile.shared_disk and iops is None:
         return None
-    return Disk(profile.disk_hold, shared=profile.shared_disk,
+    return Disk(profile.disk_hold, share=profile.disk_hold_share, shared=profile.shared_disk,
                 bucket=WriteBucket(iops) if iops is not None else None)
 
 

@@ -60,6 +60,8 @@ def profiles() -> list[Profile]:
     # the shared device held for part of each flush (disk_hold): flushes overlap past it
     out.append(every_term(get_profile("durable"), cores=2, disk_hold=0.3))
     out.append(every_term(get_profile("durable"), disk_hold=0.3))
+    # ... or for a share of each flush (disk_hold_share, what calibrate fits)
+    out.append(every_term(get_profile("durable"), cores=2, disk_hold_share=0.6))
     out.append(every_term(get_profile("durable"), cores=2, per_core_queues=False,
                           commit_grouped=False, shared_disk=False))
     # relaxed with an unbuffered redo log: the commit step is the log write alone, grouped

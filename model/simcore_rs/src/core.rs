@@ -314,11 +314,12 @@ impl WriteBucket {
 }
 
 /// simcore.Disk: one flush at a time on the device (`shared`), each holding it for `hold` (the
-/// profile's `disk_hold`, µs) from its start, or all of it when None or longer; every flush
-/// passes the `bucket` first (`disk_write_iops`).
+/// profile's `disk_hold`, µs) from its start, or all of it when None or longer, or for `share`
+/// of it (`disk_hold_share`) when set; every flush passes the `bucket` first (`disk_write_iops`).
 pub struct Disk {
     pub free_at: f64,
     pub hold: Option<f64>,
+    pub share: Option<f64>,
     pub shared: bool,
     pub bucket: Option<WriteBucket>,
 }
@@ -329,7 +330,8 @@ impl Disk {
         if !p.shared_disk && p.disk_write_iops.is_none() {
             return None;
         }
-        Some(Disk { free_at: 0.0, hold: p.disk_hold, shared: p.shared_disk,
+        Some(Disk { free_at: 0.0, hold: p.disk_hold, share: p.disk_hold_share,
+                    shared: p.shared_disk,
                     bucket: p.disk_write_iops.map(WriteBucket::new) })
     }
 
@@ -342,7 +344,11 @@ impl Disk {
             return now + duration;
         }
         let start = if now >= self.free_at { now } else { self.free_at };
-        match self.hold {
+        let hold = match self.share {
+            Some(share) => Some(share * duration),
+            None => self.hold,
+        };
+        match hold {
             Some(hold) if hold < duration => {
                 self.free_at = start + hold;
                 start + duration

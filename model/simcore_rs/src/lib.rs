@@ -116,6 +116,7 @@ fn read_profile(d: &Bound<'_, PyDict>) -> PyResult<Profile> {
         log_write: get_f64(d, "log_write")?,
         redo_write_shared: get_bool(d, "redo_write_shared")?,
         disk_hold: get_opt_f64(d, "disk_hold")?,
+        disk_hold_share: get_opt_f64(d, "disk_hold_share")?,
         disk_write_iops: get_opt_f64(d, "disk_write_iops")?,
     })
 }

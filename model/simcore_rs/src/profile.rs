@@ -13,7 +13,7 @@ pub const READS: &[&str] = &[
     "dispatch_event", "dispatch_thread", "exec_event", "exec_row", "handoff_event",
     "shared_disk", "coordination_event", "coordination_thread", "shared_lock_thread",
     "commit_byte", "wakeup", "per_core_queues", "log_replica_updates", "log_write",
-    "redo_write_shared", "disk_hold", "disk_write_iops",
+    "redo_write_shared", "disk_hold", "disk_hold_share", "disk_write_iops",
 ];
 
 #[derive(Clone, Debug, Default)]
@@ -50,6 +50,9 @@ pub struct Profile {
     /// profiles.Profile.disk_hold: the part of each flush (µs) that holds the shared device;
     /// None: all of it
     pub disk_hold: Option<f64>,
+    /// profiles.Profile.disk_hold_share: the same as a share of each flush; takes disk_hold's
+    /// place when set
+    pub disk_hold_share: Option<f64>,
     /// profiles.Profile.disk_write_iops: the device's write rate limit; None: none
     pub disk_write_iops: Option<f64>,
 }
