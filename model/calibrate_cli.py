@@ -160,7 +160,7 @@ def _window_txns(args, window) -> list:
 
 def summary(result, window, profile, path: str) -> str:
     import numpy as np
-    from .calibrate_replica import probes_at_words, shares
+    from .calibrate_replica import probes_at_words, share_words, shares
     s = window.settings
     lines = [f"calibrated {path} on {window.replica} ({s.get('version')}): "
              f"{s.get('scheduler')} W={s.get('workers')}, {s.get('durability')}, "
@@ -190,11 +190,11 @@ def summary(result, window, profile, path: str) -> str:
     if where:
         lines.append(f"  the disk probes: {where}")
     if result.overlap:
-        hold, slowed, whole = result.overlap
+        share, slowed, whole = result.overlap
         lines.append(f"  the disk's serial part: the two logs' syncs at once slowed each other "
                      f"{slowed:.0f} µs (whole syncs taking turns: {whole:.0f}), over "
-                     f"{len(window.overlap_rounds)} rounds: disk_hold "
-                     + ("the whole sync" if hold is None else f"{hold:.1f} µs"))
+                     f"{len(window.overlap_rounds)} rounds: disk_hold_share "
+                     f"{share_words(share)}")
     elif window.overlap_error:
         lines.append(f"  the disk's serial part was not probed: {window.overlap_error}")
     if window.io_cpu:
@@ -272,8 +272,8 @@ def add_subcommands(sub, add_model_options) -> None:
                     "(docs/lag.md). On a replica on this machine its datadir's disk is "
                     "probed too: the fsync and O_DIRECT write latencies, the commit's CPU, and "
                     "how much of a sync holds the disk while the redo log and the binlog sync "
-                    "at once (disk_hold, docs/calibration.md): without --probe before and after "
-                    "the window (read-only, the replica's own I/O on top); with --probe during "
+                    "at once (disk_hold_share, docs/calibration.md): without --probe before and "
+                    "after the window (read-only, the replica's own I/O on top); with --probe during "
                     "its stop, the SQL thread stopped (rounds that do not fit are taken after "
                     "the window; the window's probes_at says where each ran).")
     p.add_argument("--replica", metavar="URL",

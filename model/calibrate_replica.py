@@ -8,7 +8,7 @@ Two steps, which the command runs one after the other or apart:
    measured drain. Read-only without a probe. The storage's flush latency is probed in the
    replica's datadir when that is on this machine and writable (`--fsync-ms` otherwise), and
    with it how much of a sync holds the disk when the two logs sync at once (disk_overlap.py:
-   the profile's `disk_hold`): before and after the window without a probe, during the
+   the profile's `disk_hold_share`): before and after the window without a probe, during the
    probe's stop with one (the disk without the replica's own syncs on top; _DiskProbes).
 2. **Fit** (`fit`): with the binlog of the window, the window is replayed (model/replay.py's
    arrivals: each transaction reaches the replica at its source commit time; the probe's stop
@@ -96,8 +96,8 @@ class Window:
     log_write_ms_rounds: list | None = None
     # each round of the overlap probe (disk_overlap.probe: the redo log's in-place O_DIRECT
     # write + fdatasync and the binlog's append + fdatasync, alone and at once, µs), from
-    # which the fit reads `disk_hold`; None: not probed (an older window, a remote replica, or
-    # the probe failed: `overlap_error` says why)
+    # which the fit reads `disk_hold_share`; None: not probed (an older window, a remote
+    # replica, or the probe failed: `overlap_error` says why)
     overlap_rounds: list | None = None
     overlap_error: str | None = None
     # where the disk probes' rounds ran: {kind: {place: rounds}}, kinds PROBE_KINDS, places
@@ -963,7 +963,7 @@ class Fit:
     predicted_share: list = field(default_factory=list)   # by worker, largest first
     cpu_measured: float | None = None     # the replica's CPU µs per transaction applied
     prior_flush: float = 1.0              # the fsync probe's flush scale (the prior)
-    # the overlap probe read: (disk_hold or None for the whole sync, measured slowdown µs,
+    # the overlap probe read: (disk_hold_share, 1 for the whole sync; measured slowdown µs,
     # whole syncs' slowdown µs); None: not probed
     overlap: tuple | None = None
 
@@ -1132,14 +1132,15 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
 
     overlap = None
     if window.overlap_rounds:
-        # how much of a sync holds the disk: the overlap probe read through simcore.Disk
-        hold, slowed, whole = disk_overlap.hold_of(window.overlap_rounds)
-        settings["disk_hold"] = hold
-        overlap = (hold, slowed, whole)
+        # how much of a sync holds the disk: the overlap probe read through simcore.Disk, as
+        # a share of each sync (the replica's syncs are not the probe's)
+        share, slowed, whole = disk_overlap.share_of(window.overlap_rounds)
+        settings["disk_hold_share"] = share
+        overlap = (share, slowed, whole)
         notes.append(f"the disk's serial part: the two logs' syncs at once slowed each other by "
                      f"{slowed:.0f} µs together (the median of {len(window.overlap_rounds)} rounds), "
-                     f"{whole:.0f} had each held the disk whole: disk_hold "
-                     + ("the whole sync" if hold is None else f"{hold:.1f} µs"))
+                     f"{whole:.0f} had each held the disk whole: disk_hold_share "
+                     f"{share_words(share)}")
     elif window.overlap_error:
         notes.append(f"the disk's serial part was not probed ({window.overlap_error}): each "
                      f"sync holds the shared disk whole")
@@ -1260,19 +1261,25 @@ def _drain(t: np.ndarray, applied: np.ndarray, received: np.ndarray, start: floa
     return None
 
 
+def share_words(share: float) -> str:
+    """A disk_hold_share in words."""
+    return "1 (the whole sync)" if share >= 1 else f"{share:.3f} of each sync"
+
+
 def _overlap_fitted_from(overlap: tuple, window: Window) -> str:
-    hold, slowed, whole = overlap
+    share, slowed, whole = overlap
     m = disk_overlap.median_round(window.overlap_rounds)
     alone = ", ".join(f"{k} {m['alone'][k]['mean_us']:.0f}" for k in OVERLAP_KINDS)
     at_once = ", ".join(f"{k} {m['at once'][k]['mean_us']:.0f}" for k in OVERLAP_KINDS)
-    return ((f"{hold:.1f}" if hold is not None else "the whole sync")
+    return (f"{share:.3f}" + (" (the whole sync)" if share >= 1 else "")
             + f": the overlap probe on the replica's disk ({len(window.overlap_rounds)} rounds "
             f"of {OVERLAP_SECONDS:g} s a setting, medians of the mean µs): the redo log's "
             f"in-place 4 KiB O_DIRECT write + fdatasync and the binlog's 512-byte append + "
             f"fdatasync, each from its own thread back to back, alone ({alone}) and at once "
             f"({at_once}); slowed {slowed:.0f} µs together where whole syncs taking turns "
-            f"would be {whole:.0f}; each round's hold is what makes simcore.Disk slow its "
-            f"loops as much (disk_overlap.hold_from), the figure their median")
+            f"would be {whole:.0f}; each round's share of a sync held is what makes "
+            f"simcore.Disk slow its loops as much (disk_overlap.share_from), the figure their "
+            f"median")
 
 
 def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
@@ -1328,7 +1335,8 @@ def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
                                     f"{1e3 * window.write_sustained_ms:.1f} µs (slower than "
                                     f"the single write's {1e3 * window.log_write_ms:.1f} µs)"}
                                    if p.disk_write_iops is not None else {}),
-                                **({"disk_hold": _overlap_fitted_from(fit.overlap, window)}
+                                **({"disk_hold_share": _overlap_fitted_from(fit.overlap,
+                                                                             window)}
                                    if fit.overlap else {}),
                                 **({"commit_cpu, sync_cpu, log_write_cpu":
                                     "the probe's CPU per write and sync on the replica's disk "
@@ -1430,6 +1438,11 @@ def fit_many(windows: list[Window], txns_of: list[list], base: Profile, *,
                 # None: the whole sync held, the longest hold (and the slowest)
                 r = float(func([math.inf if t[k] is None else t[k] for t in terms]))
                 out[k] = None if math.isinf(r) else round(r, 6)
+            elif k == "disk_hold_share":
+                # None: not probed, the whole sync held (a share of 1, the slowest)
+                shares = [1.0 if t[k] is None else t[k] for t in terms]
+                out[k] = (None if all(t[k] is None for t in terms)
+                          else round(float(func(shares)), 6))
             elif isinstance(v, bool) or not isinstance(v, (int, float)):
                 out[k] = v                  # a switch of the base's: the same in every fit
             else:
@@ -1511,12 +1524,10 @@ def described_many(mf: ManyFit, base: Profile, name: str) -> Profile:
                                 "flush_scale": f"{med('flush_scale'):.4f}: the median of "
                                                f"{scales('flush_scale')}",
                                 "log_write": f"{p.log_write:.2f}: the median of the windows'",
-                                **({"disk_hold": (
-                                    ("the whole sync" if p.disk_hold is None
-                                     else f"{p.disk_hold:.1f}")
-                                    + ": the median of the windows' overlap probes ("
-                                    + ", ".join("whole" if f.overlap[0] is None
-                                                else f"{f.overlap[0]:.1f}"
+                                **({"disk_hold_share": (
+                                    f"{p.disk_hold_share:.3f}: the median of the windows' "
+                                    f"overlap probes ("
+                                    + ", ".join(f"{f.overlap[0]:.3f}"
                                                 for f in mf.fits if f.overlap)
                                     + "; each: calibrate_replica._overlap_fitted_from)")}
                                    if any(f.overlap for f in mf.fits) else {}),

@@ -10,7 +10,10 @@ turns and each would wait for all of the other; if nothing were serial they woul
 each other. `hold_from` finds the `disk_hold` (µs held from each sync's start) with which
 simcore.Disk, fed the same two loops at their alone durations, slows them as much as
 measured: the probe read through the arithmetic the engines use, so the profile's term means
-what the probe saw.
+what the probe saw. `share_from` finds the same as a share of each sync (`disk_hold_share`),
+the figure `calibrate` fits: the probe's syncs are longer than the replica's own, and the
+share carries from one to the other where the µs do not (docs/lag-check.md, "The hold as a
+share").
 
 Measured on the 2-core VM (docs/calibration.md, "The disk's serial part"). ktrace.py's
 `overlap-probe` and `commitsched calibrate` both call `probe`.
@@ -119,11 +122,13 @@ def probe(directory: str, seconds: float = 1.0) -> dict:
             "at once": _run(directory, KINDS, seconds)}
 
 
-def simulated_waits(durations: tuple, gaps: tuple, hold: float | None) -> tuple:
+def simulated_waits(durations: tuple, gaps: tuple, hold: float | None,
+                    share: float | None = None) -> tuple:
     """Mean wait (µs) of each of two threads that issue syncs of `durations` back to back
-    (`gaps` apart) to one simcore.Disk holding `hold` of each: the probe's "at once", modelled.
-    Deterministic: the threads start together, thread 0 first.""" 
-    disk = Disk(hold)
+    (`gaps` apart) to one simcore.Disk holding `hold` of each (or `share` of each, when given):
+    the probe's "at once", modelled. Deterministic: the threads start together, thread 0
+    first."""
+    disk = Disk(hold, share=share)
     issue = [0.0, 0.0]
     waits = [0.0, 0.0]
     done = [0, 0]
@@ -164,6 +169,39 @@ def hold_from(round_: dict, stat: str = "mean_us") -> tuple:
         else:
             hi = mid
     return round(hi, 1), measured, whole
+
+
+def share_from(round_: dict, stat: str = "mean_us") -> tuple:
+    """The `disk_hold_share` (0-1; 1: the whole sync) that makes simcore.Disk slow the two
+    loops of one probe round as much as measured: (share, measured inflation µs, the whole
+    hold's modelled inflation µs), as `hold_from` but the hold a share of each sync. The share
+    is what carries to the replica's own syncs, which are not the probe's: a 512-byte append
+    and a 4 KiB in-place write, each with its own fdatasync, timed by Python."""
+    durations = tuple(round_["alone"][k][stat] for k in KINDS)
+    gaps = tuple(round_["at once"][k]["gap_us"] for k in KINDS)
+    measured = sum(round_["at once"][k][stat] - round_["alone"][k][stat] for k in KINDS)
+    whole = sum(simulated_waits(durations, gaps, None))
+    if measured >= whole:
+        return 1.0, measured, whole
+    if measured <= 0:
+        return 0.0, measured, whole
+    lo, hi = 0.0, 1.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        if sum(simulated_waits(durations, gaps, None, share=mid)) < measured:
+            lo = mid
+        else:
+            hi = mid
+    return round(hi, 4), measured, whole
+
+
+def share_of(rounds: list) -> tuple:
+    """The rounds' figure as a share: (the median of each round's share, the median slowdown
+    µs, the median whole syncs' slowdown µs)."""
+    import numpy as np
+    read = [share_from(r) for r in rounds]
+    return (round(float(np.median([s for s, _, _ in read])), 4),
+            float(np.median([m for _, m, _ in read])), float(np.median([w for _, _, w in read])))
 
 
 def hold_of(rounds: list) -> tuple:

@@ -51,8 +51,10 @@ def _term_ok(known: dict, key: str, value) -> bool:
     number not below 0."""
     if key not in known:
         return False
-    if key in ("disk_hold", "disk_write_iops") and value is None:   # the whole sync held; no
-        return True                                                  # rate limit (Profile)
+    if key in ("disk_hold", "disk_hold_share", "disk_write_iops") and value is None:
+        return True                     # the whole sync held; no rate limit (Profile)
+    if key == "disk_hold_share" and isinstance(value, (int, float)) and value > 1:
+        return False                    # more than the whole flush
     if key == "disk_write_iops" and value == 0:    # a rate of 0 lets no write through
         return False
     if isinstance(known[key], bool):

@@ -1,7 +1,8 @@
-"""The shared device held for part of each flush (`disk_hold`, model/simcore.Disk and its Rust
-twin) and the probe that reads it (model/disk_overlap.py): the default keeps the whole flush,
-a shorter hold lets two flushes overlap as computed by hand, both engines agree, and the
-probe's arithmetic on fake timings."""
+"""The shared device held for part of each flush (`disk_hold` in µs, `disk_hold_share` as a
+share of each flush; model/simcore.Disk and its Rust twin) and the probe that reads it
+(model/disk_overlap.py): the default keeps the whole flush, a shorter hold lets two flushes
+overlap as computed by hand, both engines agree, and the probe's arithmetic on fake
+timings."""
 from __future__ import annotations
 
 import json
@@ -48,6 +49,16 @@ def test_a_hold_shorter_than_the_flush_frees_the_device_early():
     assert d.flush(5.0, 0.25) == 5.25 and d.free_at == 5.25   # shorter than the hold: all of it
 
 
+def test_a_share_holds_that_part_of_each_flush_and_takes_the_holds_place():
+    d = Disk(100.0, share=0.25)                                # the share wins over the µs
+    assert d.flush(1.0, 2.0) == 3.0 and d.free_at == 1.5
+    assert d.flush(1.0, 4.0) == 5.5 and d.free_at == 2.5      # waited to 1.5, held 1 of 4
+    whole = Disk(share=1.0)
+    assert (whole.flush(0.0, 2.0), whole.flush(1.0, 3.0)) == (2.0, 5.0)   # as Disk()
+    none = Disk(share=0.0)
+    assert (none.flush(0.0, 2.0), none.flush(1.0, 3.0)) == (2.0, 4.0)    # no queue at all
+
+
 def test_default_and_a_hold_as_long_as_every_flush_keep_todays_schedule():
     """test_appliers.test_shared_disk_flushes_one_at_a_time's example: [8, 11] with one disk."""
     prof = replace(IDEAL, sync=3.0, commit_grouped=False, shared_disk=True)
@@ -63,6 +74,10 @@ def test_a_short_hold_lets_the_redo_flushes_and_the_sync_overlap():
     prof = replace(IDEAL, sync=3.0, commit_grouped=False, shared_disk=True, disk_hold=0.5)
     assert commits(prof) == [6.0, 9.0]
     assert commits(replace(prof, shared_disk=False)) == [6.0, 6.0]    # no shared disk: no hold
+    # the same hold as a share of each flush (0.25 of the redo flush's 2): the same schedule
+    # (the sync's 3 holds 0.75, longer than 0.5, but nothing queues behind it here)
+    assert commits(replace(prof, disk_hold=None, disk_hold_share=0.25)) == [6.0, 9.0]
+    assert commits(replace(prof, disk_hold=None, disk_hold_share=1.0)) == [8.0, 11.0]
 
 
 @pytest.mark.parametrize("hold", [None, 0.0, 0.5, 1.0, 2.5, 3.0])
@@ -71,6 +86,16 @@ def test_both_engines_agree_on_the_hand_example(hold, cores):
     txns = two_in_one_group(6)
     prof = replace(IDEAL, name="held", sync=3.0, sync_cpu=0.5, commit_cpu=0.25,
                    commit_grouped=False, shared_disk=True, disk_hold=hold, cores=cores)
+    for sched in (SCHED, "commit_id+mariadb_conservative"):
+        assert compare(sched, txns, columns_of(txns), 2, prof) is None
+
+
+@pytest.mark.parametrize("share", [0.0, 0.2, 0.5, 0.9, 1.0])
+@pytest.mark.parametrize("cores", [None, 1, 2])
+def test_both_engines_agree_on_a_share(share, cores):
+    txns = two_in_one_group(6)
+    prof = replace(IDEAL, name="shared", sync=3.0, sync_cpu=0.5, commit_cpu=0.25,
+                   commit_grouped=False, shared_disk=True, disk_hold_share=share, cores=cores)
     for sched in (SCHED, "commit_id+mariadb_conservative"):
         assert compare(sched, txns, columns_of(txns), 2, prof) is None
 
@@ -85,6 +110,13 @@ def test_a_profile_file_takes_a_hold_or_none(tmp_path):
     path.write_text(json.dumps({**base, "disk_hold": -1}))
     with pytest.raises(ProfileError, match="disk_hold"):
         load_profile_file(str(path))
+    for value in (0.0, 0.6, 1, None):
+        path.write_text(json.dumps({**base, "disk_hold_share": value}))
+        assert load_profile_file(str(path)).disk_hold_share == value
+    for bad in (1.5, -0.1, "half"):
+        path.write_text(json.dumps({**base, "disk_hold_share": bad}))
+        with pytest.raises(ProfileError, match="disk_hold_share"):
+            load_profile_file(str(path))
 
 
 def fake_round(alone: tuple, at_once: tuple, gaps=(2.0, 2.0)) -> dict:
@@ -112,6 +144,30 @@ def test_the_probed_hold_reproduces_the_slowdown_through_the_disk():
     assert sum(waits) == pytest.approx(100.0, abs=3.0)
     more, _, _ = disk_overlap.hold_from(fake_round((100.0, 200.0), (200.0, 260.0)))
     assert more > hold
+
+
+def test_the_probed_share_reproduces_the_slowdown_and_is_the_same_for_scaled_syncs():
+    """The share read from a round makes simcore.Disk slow the two simulated loops by what was
+    measured; none and taking turns read 0 and 1; and a round whose every duration is twice
+    another's reads the same share (where the µs hold doubles): the share is the part of a
+    sync, whatever the sync's length."""
+    assert disk_overlap.share_from(fake_round((100.0, 200.0), (100.0, 200.0)))[0] == 0.0
+    assert disk_overlap.share_from(fake_round((100.0, 200.0), (300.0, 300.0)))[0] == 1.0
+    r = fake_round((100.0, 200.0), (160.0, 240.0))
+    share, slowed, whole = disk_overlap.share_from(r)
+    assert slowed == 100.0 and 0 < share < 1
+    waits = disk_overlap.simulated_waits((100.0, 200.0), (2.0, 2.0), None, share=share)
+    assert sum(waits) == pytest.approx(100.0, abs=3.0)
+    double = disk_overlap.share_from(fake_round((200.0, 400.0), (320.0, 480.0), (4.0, 4.0)))
+    assert double[0] == pytest.approx(share, abs=1e-3)
+    hold = disk_overlap.hold_from(r)[0]
+    assert disk_overlap.hold_from(fake_round((200.0, 400.0), (320.0, 480.0), (4.0, 4.0)))[0] \
+        == pytest.approx(2 * hold, rel=1e-3)
+    more, _, _ = disk_overlap.share_from(fake_round((100.0, 200.0), (200.0, 260.0)))
+    assert more > share
+    rounds = [fake_round((100.0, 200.0), at) for at in
+              ((100.0, 200.0), (160.0, 240.0), (300.0, 300.0))]
+    assert disk_overlap.share_of(rounds)[0] == share
 
 
 def test_the_rounds_figure_is_the_median_hold_and_the_whole_sync_counts_longest():
@@ -155,17 +211,18 @@ def test_calibrate_reads_the_hold_from_the_windows_rounds_and_says_from_what(tmp
     window.overlap_rounds = [fake_round((100.0, 200.0), (m, 240.0)) for m in (150.0, 160.0,
                                                                               170.0)]
     result = fit(window, txns, BASE, cores=1, fsync=BASE_FSYNC)
-    expect, slowed, _ = disk_overlap.hold_of(window.overlap_rounds)
-    assert slowed == 100.0 and result.profile.disk_hold == expect
-    assert expect == round(disk_overlap.hold_from(window.overlap_rounds[1])[0], 1)
+    expect, slowed, _ = disk_overlap.share_of(window.overlap_rounds)
+    assert slowed == 100.0 and result.profile.disk_hold_share == expect
+    assert result.profile.disk_hold is None                  # the share, not the µs
+    assert expect == disk_overlap.share_from(window.overlap_rounds[1])[0]
     p = described(result, window, BASE, "m")
-    assert p.fitted_from["disk_hold"].startswith(f"{expect:.1f}: the overlap probe")
-    assert "3 rounds" in p.fitted_from["disk_hold"]
+    assert p.fitted_from["disk_hold_share"].startswith(f"{expect:.3f}: the overlap probe")
+    assert "3 rounds" in p.fitted_from["disk_hold_share"]
     # a window without the probe keeps the whole sync and says nothing of it
     window.overlap_rounds = None
     bare = fit(window, txns, BASE, cores=1, fsync=BASE_FSYNC)
-    assert bare.profile.disk_hold is None and "disk_hold" not in described(
-        bare, window, BASE, "m").fitted_from
+    assert bare.profile.disk_hold_share is None and bare.profile.disk_hold is None
+    assert "disk_hold_share" not in described(bare, window, BASE, "m").fitted_from
     # a malformed round is refused in one line
     obj = window.to_json()
     obj["overlap_rounds"] = [{"alone": {}}]
@@ -189,9 +246,9 @@ def test_the_calibrate_command_says_the_hold_and_writes_it(tmp_path, capsys):
     out = tmp_path / "mine.json"
     assert main(["calibrate", "--samples", str(w), "--binlog", str(binlog), "--cores", "1",
                  "--fsync-ms", str(BASE_FSYNC), "-o", str(out), "--quiet"]) == 0
-    expect = round(disk_overlap.hold_from(window.overlap_rounds[0])[0], 1)
-    assert f"disk_hold {expect:.1f} µs" in capsys.readouterr().out
-    assert get_profile(str(out)).disk_hold == expect
+    expect = disk_overlap.share_from(window.overlap_rounds[0])[0]
+    assert f"disk_hold_share {expect:.3f} of each sync" in capsys.readouterr().out
+    assert get_profile(str(out)).disk_hold_share == expect
 
 
 def test_several_windows_keep_the_median_hold_and_say_so():
@@ -205,10 +262,22 @@ def test_several_windows_keep_the_median_hold_and_say_so():
         w.overlap_rounds = [fake_round((100.0, 200.0), at_once)]
         windows.append(w)
     mf = fit_many(windows, [txns] * 3, BASE, labels=["a", "b", "c"], cores=1, fsync=BASE_FSYNC)
-    middle = round(disk_overlap.hold_from(windows[1].overlap_rounds[0])[0], 1)
-    assert mf.profile.disk_hold == middle
-    assert mf.slowest["disk_hold"] is None                   # the whole sync: the slowest end
+    middle = disk_overlap.share_from(windows[1].overlap_rounds[0])[0]
+    assert mf.profile.disk_hold_share == middle
+    assert mf.slowest["disk_hold_share"] == 1.0              # the whole sync: the slowest end
+    assert mf.fastest["disk_hold_share"] == disk_overlap.share_from(
+        windows[0].overlap_rounds[0])[0]
     p = described_many(mf, BASE, "m")
-    assert p.fitted_from["disk_hold"].startswith(f"{middle:.1f}: the median")
+    assert p.fitted_from["disk_hold_share"].startswith(f"{middle:.3f}: the median")
     from commitsched.spread import spread_ends
-    assert spread_ends(p)["slowest"].disk_hold is None
+    assert spread_ends(p)["slowest"].disk_hold_share == 1.0
+    # a window without the probe counts as the whole sync; none probed: no share at all
+    windows[2].overlap_rounds = None
+    mixed = fit_many(windows, [txns] * 3, BASE, labels=["a", "b", "c"], cores=1,
+                     fsync=BASE_FSYNC)
+    assert mixed.slowest["disk_hold_share"] == 1.0
+    for w in windows:
+        w.overlap_rounds = None
+    bare = fit_many(windows, [txns] * 3, BASE, labels=["a", "b", "c"], cores=1,
+                    fsync=BASE_FSYNC)
+    assert bare.profile.disk_hold_share is None and bare.slowest["disk_hold_share"] is None
