@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share
+        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-m lag-check-m-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -64,6 +64,7 @@ help:
 	@echo "make lag-check-j  campaign J (pre-registered): campaign I again on the model with redo_write_shared and disk_hold"
 	@echo "make lag-check-k  campaign K (pre-registered): campaign J again with calibrate's disk probes taken in its stop"
 	@echo "make lag-check-l  campaign L (pre-registered): campaign K again with the disk's sustained write rate as a rate limit"
+	@echo "make lag-check-m  campaign M (pre-registered): campaign L again with the disk's serial part as a share of each sync"
 	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
 	@echo "                retro-check, not a fair test) into docs/lag-check.md"
 	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
@@ -464,6 +465,16 @@ lag-check-l: python-deps
 
 lag-check-l-report: python-deps
 	$(call lag_check_report,$(LAG_CHECK_L),lag-check-l)
+
+LAG_CHECK_M = traces/calibration/lag_check_m
+LAG_CHECK_M_PORT ?= 4241
+lag-check-m: python-deps
+	$(call lag_check_measure,$(LAG_CHECK_M),$(LAG_CHECK_M_PORT))
+	gzip -9n $(LAG_CHECK_M)/runs/*/samples.csv $(LAG_CHECK_M)/runs/*/window.json
+	$(MAKE) lag-check-m-report
+
+lag-check-m-report: python-deps
+	$(call lag_check_report,$(LAG_CHECK_M),lag-check-m)
 
 # Campaign F's stored runs calibrated on the median of its three serial drain repeats instead of
 # the first (the repeats without calibrate's window read from the rig's samples, with the first's
