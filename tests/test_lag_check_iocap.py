@@ -3,6 +3,7 @@ without root: the cgroup v1 blkio files are a temporary folder, so what the rig 
 is checked, not the kernel's throttling (the rig's own probe checks that, in setup.json)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import threading
@@ -125,3 +126,23 @@ def test_the_secondary_verdict_and_the_disk_table():
     table = lag_check.disk_table({"rows": rows})
     assert "| a | 3.00 | 4.00 | 12.00 | - | - | - |" in table
     assert lag_check.disk_table({"rows": rows[1:]}) == ""
+
+
+def test_a_drain_said_never_that_drained_counts_as_the_largest_miss():
+    """Three drains measured 10 s: the model says 11 s, 13 s and never; its median error is
+    the middle of 10%, 30% and the never (30%), not the median of the two it put a number on
+    (20%), and the table says how many it said never. All never: the median is never."""
+    def row(name, model_drain, line_drain):
+        return {"run": name, "calibrating": False, "config": "durable serial W=1",
+                "stop_s": 5.0,
+                "measured": {"keeps_up": True, "max_lag_s": 0.0, "drain_s": 10.0},
+                "model": {"keeps_up": True, "max_lag_s": 0.0, "drain_s": model_drain},
+                "line": {"keeps_up": True, "max_lag_s": 0.0, "drain_s": line_drain}}
+    rows = [row("a", 11.0, None), row("b", 13.0, None), row("c", None, 12.0)]
+    s = lag_check.summarize(rows, 0.5)
+    assert s["model"]["drain_median_error"] == pytest.approx(0.3)
+    assert (s["model"]["drain_runs"], s["model"]["drain_never_but_drained"]) == (3, 1)
+    assert s["line"]["drain_median_error"] == "never"
+    assert lag_check._error_cell(s["model"], "drain_median_error") == "30% (3 runs, 1 said never)"
+    assert lag_check._error_cell(s["line"], "drain_median_error") == "never (3 runs, 2 said never)"
+    json.dumps(s, allow_nan=False)                       # no Infinity in results.json

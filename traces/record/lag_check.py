@@ -29,6 +29,7 @@ import atexit
 import contextlib
 import csv
 import json
+import math
 import os
 import signal
 import subprocess
@@ -979,6 +980,11 @@ def _summary(held: list[dict], material: float) -> dict:
                   if r["stop_s"] and _err(r[who]["drain_s"], r["measured"]["drain_s"]) is not None]
         never = sum(1 for r in held if r["stop_s"] and r[who]["drain_s"] is None
                     and r["measured"]["drain_s"] is not None)
+        # a drain said never to end that did end is the largest miss there is: it counts, as an
+        # error above every other (before 2026-11-27 evening it was left out: see
+        # docs/lag-check.md, "Drains said never")
+        drains += [math.inf] * never
+        median = statistics.median(drains) if drains else None
         lags = [abs(_err(r[who]["max_lag_s"], r["measured"]["max_lag_s"])) for r in held
                 if r["measured"]["max_lag_s"] >= material]
         right = sum(1 for r in held if r[who]["keeps_up"] == r["measured"]["keeps_up"])
@@ -987,12 +993,62 @@ def _summary(held: list[dict], material: float) -> dict:
             "right": sum(1 for r in at_end
                          if r[who]["keeps_up_at_end"] == r["measured"]["keeps_up"]),
             "runs": len(at_end)}
-        out[who] = {"drain_median_error": statistics.median(drains) if drains else None,
+        out[who] = {"drain_median_error": ("never" if median is not None and math.isinf(median)
+                                           else median),
                     "drain_runs": len(drains), "drain_never_but_drained": never,
                     "max_lag_median_error": statistics.median(lags) if lags else None,
                     "max_lag_runs": len(lags), "keeps_up_right": right,
                     "keeps_up_runs": len(held)}
     return out
+
+
+def cmd_rescore(a) -> int:
+    """One markdown row a campaign: the drain and max-lag medians and the keeps-up count as
+    stored, and as `summarize` scores the same stored rows now."""
+    print("| campaign | drain, model: stored / now | drain, line: stored / now | durable drains, "
+          "model: now | relaxed drains, model: now | max lag, model / line | keeps up, model / "
+          "line |")
+    print("|---|---|---|---|---|---|---|")
+    for d in a.campaigns:
+        path = os.path.join(d, "results.json")
+        try:
+            stored = json.load(open(path))
+            rows, old = stored["rows"], stored["summary"]
+            now = summarize(rows, a.material_lag)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise SystemExit(f"lag_check.py rescore: {path}: not a report's results "
+                             f"({type(e).__name__}: {e})") from None
+        cell = _error_cell
+        print(f"| {os.path.basename(os.path.normpath(d))} | "
+              f"{cell(_stored_cell(old['model']), 'drain_median_error')} / "
+              f"{cell(now['model'], 'drain_median_error')} | "
+              f"{cell(_stored_cell(old['line']), 'drain_median_error')} / "
+              f"{cell(now['line'], 'drain_median_error')} | "
+              f"{cell(now['durable']['model'], 'drain_median_error')} | "
+              f"{cell(now['relaxed']['model'], 'drain_median_error')} | "
+              f"{cell(now['model'], 'max_lag_median_error')} / "
+              f"{cell(now['line'], 'max_lag_median_error')} | "
+              f"{now['model']['keeps_up_right']} / {now['line']['keeps_up_right']} of "
+              f"{now['model']['keeps_up_runs']} |")
+    return 0
+
+
+def _stored_cell(s: dict) -> dict:
+    """A summary as stored before drains said never were counted: its runs were the others."""
+    return {**s, "drain_never_but_drained": 0}
+
+
+def _error_cell(s: dict, key: str) -> str:
+    """A median error and its runs: `drain_runs` counts the drains said never to end (that
+    did), and the cell says how many there were."""
+    v = s[key]
+    drain = key.startswith("drain")
+    n = s["drain_runs" if drain else "max_lag_runs"]
+    never = s.get("drain_never_but_drained", 0) if drain else 0
+    if v is None:
+        return "-"
+    runs = f"{n} runs" + (f", {never} said never" if never else "")
+    return f"never ({runs})" if v == "never" else f"{100 * v:.0f}% ({runs})"
 
 
 def _fmt_s(v) -> str:
@@ -1044,9 +1100,7 @@ def markdown(report: dict, material: float) -> str:
                                                 "median error")):
         cells = []
         for who in ("model", "line"):
-            v = s[who][key]
-            n = s[who]["drain_runs" if key.startswith("drain") else "max_lag_runs"]
-            cells.append("-" if v is None else f"{100 * v:.0f}% ({n} runs)")
+            cells.append(_error_cell(s[who], key))
         lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
     lines.append(f"| keeps-up verdict right | {s['model']['keeps_up_right']} of "
                  f"{s['model']['keeps_up_runs']} | {s['line']['keeps_up_right']} of "
@@ -1068,10 +1122,7 @@ def markdown(report: dict, material: float) -> str:
             continue
         for key, label in (("drain_median_error", "drain"),
                            ("max_lag_median_error", "max lag")):
-            n = "drain_runs" if key.startswith("drain") else "max_lag_runs"
-            cells = ["-" if part[who][key] is None else
-                     f"{100 * part[who][key]:.0f}% ({part[who][n]} runs)"
-                     for who in ("model", "line")]
+            cells = [_error_cell(part[who], key) for who in ("model", "line")]
             lines.append(f"| {durability} runs only: {label} | {cells[0]} | {cells[1]} |")
         lines.append(f"| {durability} runs only: keeps-up right | "
                      f"{part['model']['keeps_up_right']} of {part['model']['keeps_up_runs']} | "
@@ -1214,6 +1265,13 @@ def main(argv=None) -> int:
                    help="max lags below this (s) are within the sampling's resolution: shown, "
                         "not counted in the median error")
     r.set_defaults(func=cmd_report)
+    s = sub.add_parser("rescore", help="each stored campaign's summary from its results.json "
+                       "as scored now (nothing replayed or refitted), beside the one stored")
+    s.add_argument("campaigns", nargs="+", metavar="DIR",
+                   help="a `report` folder with results.json")
+    s.add_argument("--material-lag", type=float, default=0.5,
+                   help="as report's (the stored reports used 0.5)")
+    s.set_defaults(func=cmd_rescore)
     a = p.parse_args(argv)
     return a.func(a)
 
