@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-m lag-check-m-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share
+        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-m lag-check-m-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share probe-cores
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -75,6 +75,7 @@ help:
 	@echo "                probes, the model with and without the probed hold beside (root; ~90 s)"
 	@echo "make relaxed-drains  J's and I's relaxed drains, one profile term changed at a time (~20 min)"
 	@echo "make hold-share every stored overlap probe read as disk_hold (µs) and as disk_hold_share (~10 s)"
+	@echo "make probe-cores calibrate's O_DIRECT write probe on a busy core and on a free one (~10 s under MEASURE)"
 	@echo "make lag-check-g  campaign G: the replica on an IOPS-capped disk (root: cgroup v1 blkio;"
 	@echo "                ~20 min under MEASURE); lag-check-g-report: its table in docs/lag-check.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
@@ -402,6 +403,9 @@ relaxed-drains: python-deps
 
 hold-share: python-deps
 	$(PY) traces/record/hold_share.py
+
+probe-cores: python-deps
+	$(MEASURE) $(PY) traces/record/probe_cores.py /tmp
 
 ktrace-report: python-deps
 	$(PY) traces/record/ktrace.py report $(KTRACE) \

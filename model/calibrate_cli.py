@@ -188,7 +188,9 @@ def summary(result, window, profile, path: str) -> str:
                          f"{max(rounds):.3f} ms, median {float(np.median(rounds)):.3f} ms")
     where = probes_at_words(window.probes_at)
     if where:
-        lines.append(f"  the disk probes: {where}")
+        lines.append(f"  the disk probes: {where}"
+                     + (f", on CPU {', '.join(map(str, window.probe_cpus))} (the replica's)"
+                        if window.probe_cpus else ""))
     if result.overlap:
         share, slowed, whole = result.overlap
         lines.append(f"  the disk's serial part: the two logs' syncs at once slowed each other "

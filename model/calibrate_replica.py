@@ -105,6 +105,12 @@ class Window:
     # Each kind's rounds above are in the order of the places (before, stop, after). None: not
     # said (a window recorded before 2026-11-27, or a replica on another machine)
     probes_at: dict | None = None
+    # the CPUs the disk probes ran on: the replica's (its server's affinity), so that a probe
+    # thread woken by its write waits for the replica's cores, not for another process's
+    # (on the lag-check rig the probes on the primary's busy core read the O_DIRECT write
+    # 15-35 µs slower: docs/calibration.md, "Where the probes run"). None: where calibrate
+    # ran (a window recorded before 2026-11-27 20:00 UTC, or the replica's CPUs unknown)
+    probe_cpus: list | None = None
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": 1, **asdict(self)}
@@ -163,6 +169,11 @@ class Window:
             raise CalibrateError(f"{path}: a malformed window (probes_at must count rounds of "
                                  f"{', '.join(PROBE_KINDS)} by place: "
                                  f"{', '.join(PROBE_PLACES)})")
+        if w.probe_cpus is not None and not (isinstance(w.probe_cpus, list) and w.probe_cpus
+                                             and all(isinstance(c, int) and not isinstance(c, bool)
+                                                     and c >= 0 for c in w.probe_cpus)):
+            raise CalibrateError(f"{path}: a malformed window (probe_cpus must be a list of CPU "
+                                 f"numbers)")
         w.samples = samples
         if w.cpu is not None:
             try:
@@ -235,14 +246,36 @@ def local_pid(settings: dict, address) -> int | None:
 
 
 def local_cores(settings: dict, address) -> int | None:
-    """The CPUs the replica's server process may run on, when it runs on this machine."""
+    """How many CPUs the replica's server process may run on, when it runs on this machine."""
+    cpus = local_cpus(settings, address)
+    return None if cpus is None else len(cpus)
+
+
+def local_cpus(settings: dict, address) -> set | None:
+    """The CPUs the replica's server process may run on (its affinity), when it runs on this
+    machine."""
     if address.socket is None and address.host not in ("127.0.0.1", "localhost", "::1"):
         return None
     try:
         with open(settings.get("pid_file") or "", encoding="ascii") as f:
-            return len(os.sched_getaffinity(int(f.read().strip())))
+            return set(os.sched_getaffinity(int(f.read().strip())))
     except (OSError, ValueError):
         return None
+
+
+@contextlib.contextmanager
+def on_cpus(cpus: set | None):
+    """Run the calling thread (and the threads it starts) on `cpus` meanwhile; nothing where
+    None or the same as now. Linux's affinity is a thread's: other threads are untouched."""
+    mine = os.sched_getaffinity(0)
+    if not cpus or set(cpus) == mine:
+        yield
+        return
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, mine)
 
 
 def fsync_ms(directory: str, n: int = 50) -> float:
@@ -433,8 +466,10 @@ class _DiskProbes:
     rounds of each kind ran where (`at`: Window.probes_at). The probe functions are looked up
     when a round runs (tests stub them)."""
 
-    def __init__(self, directory: str, fsync_given: bool):
+    def __init__(self, directory: str, fsync_given: bool, cpus: set | None = None):
         self.d = directory
+        # the replica's CPUs, where every round runs (`on_cpus`; Window.probe_cpus)
+        self.cpus = cpus
         self.wanted = {"fsync": 0 if fsync_given else PROBE_ROUNDS,
                        "direct_write": PROBE_ROUNDS, "overlap": PROBE_ROUNDS, "io_cpu": 1,
                        "sustained": 1}
@@ -446,7 +481,12 @@ class _DiskProbes:
         self.at: dict = {}
 
     def run(self, kind: str):
-        """One round of `kind` (its reading; None where the disk refused it)."""
+        """One round of `kind` (its reading; None where the disk refused it), on the replica's
+        CPUs."""
+        with on_cpus(self.cpus):
+            return self._run(kind)
+
+    def _run(self, kind: str):
         if kind == "fsync":
             return fsync_ms(self.d)
         if kind == "direct_write":
@@ -717,7 +757,7 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
         s = settings.to_json()
         # the disk: a prior and a diagnostic (the fit takes the flush latency from the pace)
         d = local_datadir(s, address)
-        probes = _DiskProbes(d, fsync is not None) if d else None
+        probes = _DiskProbes(d, fsync is not None, local_cpus(s, address)) if d else None
         if probes and not probe:
             probes.before_window(progress)
         elif probes:
@@ -809,7 +849,8 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
                   probes.io_cpu if probes else None, probes.sustained if probes else None,
                   fsync_rounds or None, write_rounds or None,
                   (probes.overlap.rounds or None) if probes else None,
-                  probes.overlap.error if probes else None, probes.at if probes else None)
+                  probes.overlap.error if probes else None, probes.at if probes else None,
+                  sorted(probes.cpus) if probes and probes.cpus else None)
 
 
 def _caught_up(applied_state: str, received_state: str, flavor: str) -> bool:

@@ -6,6 +6,7 @@ disk timing. (tests/test_calibrate_live.py runs it on a real MariaDB, slow.)"""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 
@@ -80,7 +81,7 @@ def replica(tmp_path, monkeypatch):
     """A fake local replica whose datadir is tmp_path: records the stop and the restart (fake
     clock times) and each probe round's (kind, start, end)."""
     fake = FakeTime()
-    log = {"stop": [], "start": [], "rounds": [], "seconds": dict(SECONDS)}
+    log = {"stop": [], "start": [], "rounds": [], "seconds": dict(SECONDS), "cpus": []}
 
     class Settings:
         flavor = "mariadb"
@@ -106,6 +107,7 @@ def replica(tmp_path, monkeypatch):
 
     def stub(kind):
         def probe(*args, **kw):
+            log["cpus"].append(os.sched_getaffinity(0))     # where this round runs
             t0 = fake.clock()
             fake.hold(log["seconds"][kind])
             log["rounds"].append((kind, t0, fake.clock()))
@@ -256,3 +258,46 @@ def test_the_summary_and_the_provenance_say_where_the_disk_was_probed(tmp_path, 
     assert "the disk probes: all 10 rounds in the probe's stop (the SQL thread stopped)" in out
     assert "the fsync probe in the probe's stop said" in get_profile(
         str(tmp_path / "p.json")).provenance
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to choose one")
+@pytest.mark.parametrize("probe", [None, 15.0])
+def test_every_round_runs_on_the_replicas_cpus_and_the_caller_keeps_its_own(replica,
+                                                                             monkeypatch, probe):
+    """The replica's server may run on one CPU of ours: every probe round, in the stop (the
+    worker thread) or around the window (the sampling thread), runs on it; the sampling
+    thread's affinity is its own again after; the window says where they ran."""
+    mine = os.sched_getaffinity(0)
+    theirs = {max(mine)}
+    monkeypatch.setattr(cr, "local_cpus", lambda settings, address: set(theirs))
+    w = replica["record"](probe=probe, probe_at=1.0) if probe else replica["record"](window=3.0)
+    assert replica["cpus"] and all(c == theirs for c in replica["cpus"])
+    assert os.sched_getaffinity(0) == mine
+    assert w.probe_cpus == sorted(theirs)
+    assert Window.from_json(json.loads(json.dumps(w.to_json())), "w.json").probe_cpus == \
+        sorted(theirs)
+
+
+def test_the_replicas_cpus_unknown_or_ours_leave_the_probes_where_they_are(replica,
+                                                                          monkeypatch):
+    mine = os.sched_getaffinity(0)
+    for cpus in (None, set(mine)):
+        monkeypatch.setattr(cr, "local_cpus", lambda settings, address, c=cpus: c)
+        replica["cpus"].clear()
+        w = replica["record"](window=3.0)
+        assert all(c == mine for c in replica["cpus"])
+        assert w.probe_cpus == (None if cpus is None else sorted(mine))
+    with cr.on_cpus(None):
+        assert os.sched_getaffinity(0) == mine
+
+
+def test_a_window_with_malformed_probe_cpus_is_refused_in_one_line():
+    from test_calibrate_replica import machine, recorded_window, workload
+    old = recorded_window(workload(300), machine(1.0)).to_json()
+    assert Window.from_json(old, "w.json").probe_cpus is None
+    for bad in ([], [-1], ["1"], 3, [True]):
+        with pytest.raises(CalibrateError, match="probe_cpus") as e:
+            Window.from_json({**old, "probe_cpus": bad}, "bad.json")
+        assert "\n" not in str(e.value)
+    del old["probe_cpus"]                                 # an older window still loads
+    assert Window.from_json(old, "old.json").probe_cpus is None
