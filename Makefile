@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-m lag-check-m-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share probe-cores
+        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-m lag-check-m-report lag-check-n lag-check-n-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share probe-cores
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -65,6 +65,7 @@ help:
 	@echo "make lag-check-k  campaign K (pre-registered): campaign J again with calibrate's disk probes taken in its stop"
 	@echo "make lag-check-l  campaign L (pre-registered): campaign K again with the disk's sustained write rate as a rate limit"
 	@echo "make lag-check-m  campaign M (pre-registered): campaign L again with the disk's serial part as a share of each sync"
+	@echo "make lag-check-n  campaign N (pre-registered): campaign M again with calibrate's disk probes on the replica's CPUs"
 	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
 	@echo "                retro-check, not a fair test) into docs/lag-check.md"
 	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
@@ -479,6 +480,16 @@ lag-check-m: python-deps
 
 lag-check-m-report: python-deps
 	$(call lag_check_report,$(LAG_CHECK_M),lag-check-m)
+
+LAG_CHECK_N = traces/calibration/lag_check_n
+LAG_CHECK_N_PORT ?= 4251
+lag-check-n: python-deps
+	$(call lag_check_measure,$(LAG_CHECK_N),$(LAG_CHECK_N_PORT))
+	gzip -9n $(LAG_CHECK_N)/runs/*/samples.csv $(LAG_CHECK_N)/runs/*/window.json
+	$(MAKE) lag-check-n-report
+
+lag-check-n-report: python-deps
+	$(call lag_check_report,$(LAG_CHECK_N),lag-check-n)
 
 # Campaign F's stored runs calibrated on the median of its three serial drain repeats instead of
 # the first (the repeats without calibrate's window read from the rig's samples, with the first's
