@@ -996,6 +996,7 @@ def _summary(held: list[dict], material: float) -> dict:
         out[who] = {"drain_median_error": ("never" if median is not None and math.isinf(median)
                                            else median),
                     "drain_runs": len(drains), "drain_never_but_drained": never,
+                    "drains_never_counted": True,
                     "max_lag_median_error": statistics.median(lags) if lags else None,
                     "max_lag_runs": len(lags), "keeps_up_right": right,
                     "keeps_up_runs": len(held)}
@@ -1034,8 +1035,9 @@ def cmd_rescore(a) -> int:
 
 
 def _stored_cell(s: dict) -> dict:
-    """A summary as stored before drains said never were counted: its runs were the others."""
-    return {**s, "drain_never_but_drained": 0}
+    """A summary as stored: one from before drains said never were counted (no
+    `drains_never_counted`) had the others as its runs."""
+    return s if s.get("drains_never_counted") else {**s, "drain_never_but_drained": 0}
 
 
 def _error_cell(s: dict, key: str) -> str:
