@@ -414,82 +414,32 @@ ktrace-report: python-deps
 		--profile "H, serial drain's I/O=$(KTRACE)/profile-serial-io.json" \
 		--profile "same, shared_disk off=$(KTRACE)/profile-serial-io-no-shared-disk.json"
 
-# Campaign I (issue 27, docs/lag-check.md): F's rig and runs with the calibrating configuration's
-# three repeats (start, middle, end of the campaign) each calibrated live; the profile is the
-# median of the three windows' fits and lag's ranges come from their spread. Pre-registered in
-# its folder before it was measured (~20 minutes under MEASURE). lag-check-i-report: fit on the
-# three, predict the others with their ranges, the table and the coverage (~10 min).
-LAG_CHECK_I = traces/calibration/lag_check_i
-LAG_CHECK_I_PORT ?= 4011
-lag-check-i: python-deps
-	$(call lag_check_measure,$(LAG_CHECK_I),$(LAG_CHECK_I_PORT))
-	gzip -9n $(LAG_CHECK_I)/runs/*/samples.csv $(LAG_CHECK_I)/runs/*/window.json
-	$(MAKE) lag-check-i-report
+# Campaigns I to N (issue 27, docs/lag-check.md): F's rig and runs, calibrated on the
+# calibrating configuration's three repeats (start, middle, end of the campaign), each window
+# fitted on its own, the profile their median and lag's ranges their spread; each campaign
+# pre-registered in its folder (preregistered.json) before it was measured, with one change:
+# I the three windows; J the shared relaxed redo write and the probed disk hold; K calibrate's
+# disk probes in the SQL thread's stop; L the sustained write rate as a rate limit; M the hold
+# as a share of each sync; N the probes on the replica's CPU. lag-check-X: ~20 minutes under
+# MEASURE, then lag-check-X-report (a few minutes): fit, predict the other runs with their
+# ranges, the table into docs/lag-check.md between its lag-check-x markers.
+define lag_check_campaign
+LAG_CHECK_$(1) = traces/calibration/lag_check_$(2)
+LAG_CHECK_$(1)_PORT ?= $(3)
+lag-check-$(2): python-deps
+	$$(call lag_check_measure,$$(LAG_CHECK_$(1)),$$(LAG_CHECK_$(1)_PORT))
+	gzip -9n $$(LAG_CHECK_$(1))/runs/*/samples.csv $$(LAG_CHECK_$(1))/runs/*/window.json
+	$$(MAKE) lag-check-$(2)-report
 
-lag-check-i-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_I),lag-check-i)
-
-# Campaign J (issue 27, docs/lag-check.md): campaign I repeated, rig, runs and rule unchanged, on
-# the model with the relaxed group redo write shared (redo_write_shared) and the disk held for a
-# probed part of each sync (disk_hold, calibrate's overlap probe); pre-registered in its folder
-# before it was measured (~20 minutes under MEASURE); lag-check-j-report as I's (~10 min).
-LAG_CHECK_J = traces/calibration/lag_check_j
-LAG_CHECK_J_PORT ?= 4191
-lag-check-j: python-deps
-	$(call lag_check_measure,$(LAG_CHECK_J),$(LAG_CHECK_J_PORT))
-	gzip -9n $(LAG_CHECK_J)/runs/*/samples.csv $(LAG_CHECK_J)/runs/*/window.json
-	$(MAKE) lag-check-j-report
-
-lag-check-j-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_J),lag-check-j)
-
-# Campaign K (issue 27, docs/lag-check.md): campaign J repeated, rig, runs and rule unchanged,
-# with calibrate's disk probes (fsync, O_DIRECT write, overlap, the commit's CPU) taken while its
-# --probe has the SQL thread stopped, not around the window beside the replica's own I/O;
-# pre-registered in its folder before it was measured (~20 min under MEASURE); report as J's.
-LAG_CHECK_K = traces/calibration/lag_check_k
-LAG_CHECK_K_PORT ?= 4211
-lag-check-k: python-deps
-	$(call lag_check_measure,$(LAG_CHECK_K),$(LAG_CHECK_K_PORT))
-	gzip -9n $(LAG_CHECK_K)/runs/*/samples.csv $(LAG_CHECK_K)/runs/*/window.json
-	$(MAKE) lag-check-k-report
-
-lag-check-k-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_K),lag-check-k)
-
-# Campaign L (issue 27, docs/lag-check.md): campaign K repeated, rig, runs and rule unchanged,
-# on the model where a disk's sustained write rate is a rate limit (disk_write_iops, a token
-# bucket) and the single write its latency; pre-registered in its folder before it was measured
-# (~20 min under MEASURE); report as K's (a few minutes).
-LAG_CHECK_L = traces/calibration/lag_check_l
-LAG_CHECK_L_PORT ?= 4231
-lag-check-l: python-deps
-	$(call lag_check_measure,$(LAG_CHECK_L),$(LAG_CHECK_L_PORT))
-	gzip -9n $(LAG_CHECK_L)/runs/*/samples.csv $(LAG_CHECK_L)/runs/*/window.json
-	$(MAKE) lag-check-l-report
-
-lag-check-l-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_L),lag-check-l)
-
-LAG_CHECK_M = traces/calibration/lag_check_m
-LAG_CHECK_M_PORT ?= 4241
-lag-check-m: python-deps
-	$(call lag_check_measure,$(LAG_CHECK_M),$(LAG_CHECK_M_PORT))
-	gzip -9n $(LAG_CHECK_M)/runs/*/samples.csv $(LAG_CHECK_M)/runs/*/window.json
-	$(MAKE) lag-check-m-report
-
-lag-check-m-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_M),lag-check-m)
-
-LAG_CHECK_N = traces/calibration/lag_check_n
-LAG_CHECK_N_PORT ?= 4251
-lag-check-n: python-deps
-	$(call lag_check_measure,$(LAG_CHECK_N),$(LAG_CHECK_N_PORT))
-	gzip -9n $(LAG_CHECK_N)/runs/*/samples.csv $(LAG_CHECK_N)/runs/*/window.json
-	$(MAKE) lag-check-n-report
-
-lag-check-n-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_N),lag-check-n)
+lag-check-$(2)-report: python-deps
+	$$(call lag_check_report,$$(LAG_CHECK_$(1)),lag-check-$(2))
+endef
+$(eval $(call lag_check_campaign,I,i,4011))
+$(eval $(call lag_check_campaign,J,j,4191))
+$(eval $(call lag_check_campaign,K,k,4211))
+$(eval $(call lag_check_campaign,L,l,4231))
+$(eval $(call lag_check_campaign,M,m,4241))
+$(eval $(call lag_check_campaign,N,n,4251))
 
 # Campaign F's stored runs calibrated on the median of its three serial drain repeats instead of
 # the first (the repeats without calibrate's window read from the rig's samples, with the first's
