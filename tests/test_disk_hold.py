@@ -80,22 +80,13 @@ def test_a_short_hold_lets_the_redo_flushes_and_the_sync_overlap():
     assert commits(replace(prof, disk_hold=None, disk_hold_share=1.0)) == [8.0, 11.0]
 
 
-@pytest.mark.parametrize("hold", [None, 0.0, 0.5, 1.0, 2.5, 3.0])
+@pytest.mark.parametrize("term", [{"disk_hold": h} for h in (None, 0.0, 0.5, 1.0, 2.5, 3.0)]
+                         + [{"disk_hold_share": s} for s in (0.0, 0.2, 0.5, 0.9, 1.0)])
 @pytest.mark.parametrize("cores", [None, 1, 2])
-def test_both_engines_agree_on_the_hand_example(hold, cores):
+def test_both_engines_agree_on_the_hand_example(term, cores):
     txns = two_in_one_group(6)
     prof = replace(IDEAL, name="held", sync=3.0, sync_cpu=0.5, commit_cpu=0.25,
-                   commit_grouped=False, shared_disk=True, disk_hold=hold, cores=cores)
-    for sched in (SCHED, "commit_id+mariadb_conservative"):
-        assert compare(sched, txns, columns_of(txns), 2, prof) is None
-
-
-@pytest.mark.parametrize("share", [0.0, 0.2, 0.5, 0.9, 1.0])
-@pytest.mark.parametrize("cores", [None, 1, 2])
-def test_both_engines_agree_on_a_share(share, cores):
-    txns = two_in_one_group(6)
-    prof = replace(IDEAL, name="shared", sync=3.0, sync_cpu=0.5, commit_cpu=0.25,
-                   commit_grouped=False, shared_disk=True, disk_hold_share=share, cores=cores)
+                   commit_grouped=False, shared_disk=True, cores=cores, **term)
     for sched in (SCHED, "commit_id+mariadb_conservative"):
         assert compare(sched, txns, columns_of(txns), 2, prof) is None
 
