@@ -109,7 +109,8 @@ class Window:
     # thread woken by its write waits for the replica's cores, not for another process's
     # (on the lag-check rig the probes on the primary's busy core read the O_DIRECT write
     # 15-35 µs slower: docs/calibration.md, "Where the probes run"). None: where calibrate
-    # ran (a window recorded before 2026-11-27 20:00 UTC, or the replica's CPUs unknown)
+    # ran (a window recorded before campaign N, 2026-11-27, or the replica's CPUs unknown
+    # or out of this process's reach)
     probe_cpus: list | None = None
 
     def to_json(self) -> dict:
@@ -254,12 +255,10 @@ def local_cores(settings: dict, address) -> int | None:
 def local_cpus(settings: dict, address) -> set | None:
     """The CPUs the replica's server process may run on (its affinity), when it runs on this
     machine."""
-    if address.socket is None and address.host not in ("127.0.0.1", "localhost", "::1"):
-        return None
+    pid = local_pid(settings, address)
     try:
-        with open(settings.get("pid_file") or "", encoding="ascii") as f:
-            return set(os.sched_getaffinity(int(f.read().strip())))
-    except (OSError, ValueError):
+        return set(os.sched_getaffinity(pid)) if pid else None
+    except OSError:
         return None
 
 
@@ -468,7 +467,14 @@ class _DiskProbes:
 
     def __init__(self, directory: str, fsync_given: bool, cpus: set | None = None):
         self.d = directory
-        # the replica's CPUs, where every round runs (`on_cpus`; Window.probe_cpus)
+        # the replica's CPUs, where every round runs (`on_cpus`; Window.probe_cpus); None
+        # where this process may not run there (another cpuset): the rounds stay where it is
+        if cpus:
+            try:
+                with on_cpus(cpus):
+                    pass
+            except OSError:
+                cpus = None
         self.cpus = cpus
         self.wanted = {"fsync": 0 if fsync_given else PROBE_ROUNDS,
                        "direct_write": PROBE_ROUNDS, "overlap": PROBE_ROUNDS, "io_cpu": 1,

@@ -301,3 +301,14 @@ def test_a_window_with_malformed_probe_cpus_is_refused_in_one_line():
         assert "\n" not in str(e.value)
     del old["probe_cpus"]                                 # an older window still loads
     assert Window.from_json(old, "old.json").probe_cpus is None
+
+
+def test_cpus_this_process_may_not_use_leave_the_probes_where_they_are(tmp_path, monkeypatch):
+    """The replica in another cpuset: setting the affinity fails, the probes run where
+    calibrate runs and the window says nothing of CPUs."""
+    def refuse(pid, cpus):
+        raise OSError(22, "Invalid argument")
+    monkeypatch.setattr(cr.os, "sched_setaffinity", refuse)
+    other = {max(os.sched_getaffinity(0)) + 1}
+    assert cr._DiskProbes(str(tmp_path), True, other).cpus is None
+    assert cr._DiskProbes(str(tmp_path), True, None).cpus is None
