@@ -146,3 +146,28 @@ def test_a_drain_said_never_that_drained_counts_as_the_largest_miss():
     assert lag_check._error_cell(s["model"], "drain_median_error") == "30% (3 runs, 1 said never)"
     assert lag_check._error_cell(s["line"], "drain_median_error") == "never (3 runs, 2 said never)"
     json.dumps(s, allow_nan=False)                       # no Infinity in results.json
+
+
+def test_rescore_reads_a_stored_campaign_both_ways(tmp_path, capsys):
+    """An older results.json (drains said never left out, 2 runs) rescored: 30% over 3 runs,
+    one said never; a folder without results.json is refused in one line."""
+    def row(name, model_drain):
+        return {"run": name, "calibrating": False, "config": "durable serial W=1",
+                "stop_s": 5.0,
+                "measured": {"keeps_up": True, "max_lag_s": 0.0, "drain_s": 10.0},
+                "model": {"keeps_up": True, "max_lag_s": 0.0, "drain_s": model_drain},
+                "line": {"keeps_up": True, "max_lag_s": 0.0, "drain_s": 12.0}}
+    rows = [row("a", 11.0), row("b", 13.0), row("c", None)]
+    old = lag_check.summarize(rows, 0.5)
+    for who in ("model", "line"):                 # as the scorer before the fix stored it
+        old[who].pop("drains_never_counted")
+    old["model"].update(drain_median_error=0.2, drain_runs=2)
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "results.json").write_text(json.dumps({"rows": rows, "summary": old}))
+    assert lag_check.main(["rescore", str(tmp_path / "x")]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("| x | 20% (2 runs) / 30% (3 runs, 1 said never) | 20% (3 runs) / "
+                           "20% (3 runs) |")
+    with pytest.raises(SystemExit) as e:
+        lag_check.main(["rescore", str(tmp_path)])
+    assert "not a report's results" in str(e.value) and "\n" not in str(e.value)
