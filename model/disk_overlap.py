@@ -147,12 +147,12 @@ def simulated_waits(durations: tuple, gaps: tuple, hold: float | None,
     return waits[0] / done[0], waits[1] / done[1]
 
 
-def hold_from(round_: dict, stat: str = "mean_us") -> tuple:
-    """The `disk_hold` (µs; None: the whole sync) that makes simcore.Disk slow the two loops of
-    one probe round as much as measured: (hold, measured inflation µs, the whole hold's
-    modelled inflation µs). The inflation is the two kinds' summed slowdown at once over alone.
-    Bisection: the modelled slowdown grows with the hold, from none at 0 to taking turns at the
-    longest sync."""
+def _read_round(round_: dict, stat: str, top, share: bool, steps: int) -> tuple:
+    """The hold (µs, or a share of each sync with `share`) that makes simcore.Disk slow the two
+    loops of one probe round as much as measured, by bisection over [0, top]: the modelled
+    slowdown grows with it, from none at 0 to taking turns. (value, measured inflation µs,
+    the whole hold's modelled inflation µs); value None where the round slowed as much as
+    whole syncs taking turns, 0.0 where it did not slow at all."""
     durations = tuple(round_["alone"][k][stat] for k in KINDS)
     gaps = tuple(round_["at once"][k]["gap_us"] for k in KINDS)
     measured = sum(round_["at once"][k][stat] - round_["alone"][k][stat] for k in KINDS)
@@ -161,14 +161,25 @@ def hold_from(round_: dict, stat: str = "mean_us") -> tuple:
         return None, measured, whole
     if measured <= 0:
         return 0.0, measured, whole
-    lo, hi = 0.0, 1.5 * max(durations)        # the longest sync simulated_waits issues
-    for _ in range(40):
+    lo, hi = 0.0, top(durations)
+    for _ in range(steps):
         mid = (lo + hi) / 2
-        if sum(simulated_waits(durations, gaps, mid)) < measured:
+        waits = (simulated_waits(durations, gaps, None, share=mid) if share
+                 else simulated_waits(durations, gaps, mid))
+        if sum(waits) < measured:
             lo = mid
         else:
             hi = mid
-    return round(hi, 1), measured, whole
+    return hi, measured, whole
+
+
+def hold_from(round_: dict, stat: str = "mean_us") -> tuple:
+    """The `disk_hold` (µs; None: the whole sync) that makes simcore.Disk slow the two loops of
+    one probe round as much as measured: (hold, measured inflation µs, the whole hold's
+    modelled inflation µs). The inflation is the two kinds' summed slowdown at once over alone;
+    the bisection's top is the longest sync simulated_waits issues."""
+    hold, measured, whole = _read_round(round_, stat, lambda d: 1.5 * max(d), False, 40)
+    return (None if hold is None else round(hold, 1)), measured, whole
 
 
 def share_from(round_: dict, stat: str = "mean_us") -> tuple:
@@ -177,22 +188,8 @@ def share_from(round_: dict, stat: str = "mean_us") -> tuple:
     hold's modelled inflation µs), as `hold_from` but the hold a share of each sync. The share
     is what carries to the replica's own syncs, which are not the probe's: a 512-byte append
     and a 4 KiB in-place write, each with its own fdatasync, timed by Python."""
-    durations = tuple(round_["alone"][k][stat] for k in KINDS)
-    gaps = tuple(round_["at once"][k]["gap_us"] for k in KINDS)
-    measured = sum(round_["at once"][k][stat] - round_["alone"][k][stat] for k in KINDS)
-    whole = sum(simulated_waits(durations, gaps, None))
-    if measured >= whole:
-        return 1.0, measured, whole
-    if measured <= 0:
-        return 0.0, measured, whole
-    lo, hi = 0.0, 1.0
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        if sum(simulated_waits(durations, gaps, None, share=mid)) < measured:
-            lo = mid
-        else:
-            hi = mid
-    return round(hi, 4), measured, whole
+    share, measured, whole = _read_round(round_, stat, lambda d: 1.0, True, 30)
+    return (1.0 if share is None else round(share, 4)), measured, whole
 
 
 def share_of(rounds: list) -> tuple:
