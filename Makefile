@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-m lag-check-m-report lag-check-n lag-check-n-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share probe-cores
+        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-m lag-check-m-report lag-check-n lag-check-n-report lag-check-o lag-check-o-report lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share probe-cores
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -66,6 +66,7 @@ help:
 	@echo "make lag-check-l  campaign L (pre-registered): campaign K again with the disk's sustained write rate as a rate limit"
 	@echo "make lag-check-m  campaign M (pre-registered): campaign L again with the disk's serial part as a share of each sync"
 	@echo "make lag-check-n  campaign N (pre-registered): campaign M again with calibrate's disk probes on the replica's CPUs"
+	@echo "make lag-check-o  campaign O (pre-registered): campaign N repeated unchanged (how much of a verdict is the host's)"
 	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
 	@echo "                retro-check, not a fair test) into docs/lag-check.md"
 	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
@@ -414,15 +415,16 @@ ktrace-report: python-deps
 		--profile "H, serial drain's I/O=$(KTRACE)/profile-serial-io.json" \
 		--profile "same, shared_disk off=$(KTRACE)/profile-serial-io-no-shared-disk.json"
 
-# Campaigns I to N (issue 27, docs/lag-check.md): F's rig and runs, calibrated on the
+# Campaigns I to O (issue 27, docs/lag-check.md): F's rig and runs, calibrated on the
 # calibrating configuration's three repeats (start, middle, end of the campaign), each window
 # fitted on its own, the profile their median and lag's ranges their spread; each campaign
 # pre-registered in its folder (preregistered.json) before it was measured, with one change:
 # I the three windows; J the shared relaxed redo write and the probed disk hold; K calibrate's
 # disk probes in the SQL thread's stop; L the sustained write rate as a rate limit; M the hold
-# as a share of each sync; N the probes on the replica's CPU. lag-check-X: ~20 minutes under
-# MEASURE, then lag-check-X-report (a few minutes): fit, predict the other runs with their
-# ranges, the table into docs/lag-check.md between its lag-check-x markers.
+# as a share of each sync; N the probes on the replica's CPU; O is N again, unchanged.
+# lag-check-X: ~20 minutes under MEASURE, then lag-check-X-report (a few minutes): fit,
+# predict the other runs with their ranges, the table into docs/lag-check.md between its
+# lag-check-x markers.
 define lag_check_campaign
 LAG_CHECK_$(1) = traces/calibration/lag_check_$(2)
 LAG_CHECK_$(1)_PORT ?= $(3)
@@ -440,6 +442,7 @@ $(eval $(call lag_check_campaign,K,k,4211))
 $(eval $(call lag_check_campaign,L,l,4231))
 $(eval $(call lag_check_campaign,M,m,4241))
 $(eval $(call lag_check_campaign,N,n,4251))
+$(eval $(call lag_check_campaign,O,o,4261))
 
 # Campaign F's stored runs calibrated on the median of its three serial drain repeats instead of
 # the first (the repeats without calibrate's window read from the rig's samples, with the first's
