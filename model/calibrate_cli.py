@@ -219,8 +219,27 @@ def summary(result, window, profile, path: str) -> str:
                      "is off, or its `transaction` instrument is: "
                      "performance-schema-instrument='transaction=ON' in the replica's my.cnf)")
     lines += [f"  note: {n}" for n in result.notes]
+    lines += pace_lines(profile, window)
     lines.append(f"use it: commitsched lag BINLOG --profile {path} (or score, report)")
     return "\n".join(lines) + "\n"
+
+
+def pace_lines(profile, window=None) -> list[str]:
+    """What the summary says of the host's pace the profile holds at (model/host_speed.py)."""
+    rec = (profile.fitted_from or {}).get("host_pace")
+    if not rec:
+        return ["  the host's pace: not read (the server refused SELECT BENCHMARK): `lag "
+                "--host-now` cannot scale this profile"]
+    where = ("in the probe's stop (the replica idle)"
+             if window is not None and "stop" in (window.host_loop or {}) else
+             "before and after the window (the replica applying: its load read with it)"
+             if window is not None else "")
+    return [f"  the host's pace: the {rec['loop']} loop {rec['us']:.1f} µs an iteration"
+            + (f" {where}" if where else f" (the median of the windows' "
+               f"{', '.join(f'{v:.1f}' for v in rec['windows_us'])}; each window's CPU terms "
+               f"brought to it)")
+            + f"; at another hour, `lag --host-now URL` reads it again and scales the CPU "
+            f"terms by (now / then) ** {rec['elasticity']}"]
 
 
 def summary_many(result, profile, path: str) -> str:
@@ -251,6 +270,7 @@ def summary_many(result, profile, path: str) -> str:
     for f_, label in zip(result.fits, result.labels):
         lines += [f"  note ({label}): {n}" for n in f_.notes
                   if not n.startswith("CPU scale from") and not n.startswith("the commit's")]
+    lines += pace_lines(profile)
     lines.append(f"use it: commitsched lag BINLOG --profile {path} (or score, report)")
     return "\n".join(lines) + "\n"
 

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from .host_speed import PACE_ELASTICITY, PACE_LOOP, host_loop, pace_factor, pace_us
 from .metrics import PER_SECOND
 from .profiles import Profile
 from .applier_cpu import AppliersCpu
@@ -112,6 +113,11 @@ class Window:
     # ran (a window recorded before campaign N, 2026-11-27, or the replica's CPUs unknown
     # or out of this process's reach)
     probe_cpus: list | None = None
+    # the host's pace (host_speed.host_loop: each loop's µs an iteration) by place: "stop" (in
+    # --probe's stop, the SQL thread stopped: the replica idle), else "before" and "after" the
+    # window (the replica applying: its load read with the pace). None: not read (a window
+    # recorded before campaign P, 2026-11-27, or the server refused BENCHMARK)
+    host_loop: dict | None = None
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": 1, **asdict(self)}
@@ -175,6 +181,11 @@ class Window:
                                                      and c >= 0 for c in w.probe_cpus)):
             raise CalibrateError(f"{path}: a malformed window (probe_cpus must be a list of CPU "
                                  f"numbers)")
+        if w.host_loop is not None and not (isinstance(w.host_loop, dict) and w.host_loop and all(
+                place in HOST_LOOP_PLACES and pace_us(r) is not None
+                for place, r in w.host_loop.items())):
+            raise CalibrateError(f"{path}: a malformed window (host_loop must give the "
+                                 f"{PACE_LOOP} loop's positive µs at {', '.join(HOST_LOOP_PLACES)})")
         w.samples = samples
         if w.cpu is not None:
             try:
@@ -186,6 +197,29 @@ class Window:
                 raise CalibrateError(f"{path}: {len(w.cpu)} CPU readings for {len(samples)} "
                                      f"samples")
         return w
+
+
+HOST_LOOP_PLACES = ("stop", "before", "after")
+
+
+def window_pace(window: Window) -> float | None:
+    """The window's host pace (µs an iteration of the PACE_LOOP): its reading in the stop,
+    else the mean of before and after; None: not read."""
+    h = window.host_loop or {}
+    if pace_us(h.get("stop")) is not None:
+        return pace_us(h["stop"])
+    read = [pace_us(h.get(p)) for p in ("before", "after")]
+    read = [v for v in read if v is not None]
+    return sum(read) / len(read) if read else None
+
+
+def _read_host(conn, progress) -> dict | None:
+    """One host_loop reading, or None (said) where the server will not run it."""
+    try:
+        return host_loop(conn)
+    except LiveError as e:
+        progress(f"the host's pace not read: {e}")
+        return None
 
 
 def _overlap_round_ok(r) -> bool:
@@ -771,6 +805,9 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
                      f"the SQL thread stopped)")
         if cores is None:
             cores = local_cores(s, address)
+        host: dict = {}
+        if not probe:
+            host["before"] = _read_host(conn, progress)
         before = worker_counts(conn)
         appliers = AppliersCpu(conn, local_pid(s, address))
         cpu: list = []
@@ -802,6 +839,8 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
                     stop_sql_thread(conn, flavor)
                     stopped = True
                     state["stopped"] = clock()
+                    # the host's pace with the replica idle, before the disk probes start
+                    host["stop"] = _read_host(conn, progress)
                     progress(f"probe: SQL thread stopped for {probe:g} s"
                              + ("; probing the disk meanwhile" if probes else ""))
                     if probes:
@@ -834,6 +873,8 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
         if in_stop["error"] is not None:
             raise in_stop["error"]
         after = worker_counts(conn)
+        if not probe:
+            host["after"] = _read_host(conn, progress)
         if probes:
             probes.settle(in_stop["done"], restarted)
             probes.after_window(progress, probed_in_stop=state["stopped"] is not None)
@@ -856,7 +897,8 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
                   fsync_rounds or None, write_rounds or None,
                   (probes.overlap.rounds or None) if probes else None,
                   probes.overlap.error if probes else None, probes.at if probes else None,
-                  sorted(probes.cpus) if probes and probes.cpus else None)
+                  sorted(probes.cpus) if probes and probes.cpus else None,
+                  {k: v for k, v in host.items() if v is not None} or None)
 
 
 def _caught_up(applied_state: str, received_state: str, flavor: str) -> bool:
@@ -975,6 +1017,38 @@ def scaled_profile(base: Profile, cpu_scale: float, flush_scale: float,
     kw["sync"] = sync_cpu + (base.sync - base.sync_cpu) * flush_scale
     kw["commit_default"] = commit_cpu + (base.commit_default - base.commit_cpu) * flush_scale
     return replace(base, **kw, **settings)
+
+
+# a flush term's CPU part, and the term it is part of (the rest is the device's wait)
+CPU_PARTS = (("sync_cpu", "sync"), ("commit_cpu", "commit_default"),
+             ("log_write_cpu", "log_write"))
+
+
+def pace_terms(terms: dict, factor: float) -> dict:
+    """The terms in `terms` (a profile's, or a spread end's) at a host `factor` times slower:
+    every CPU cost times it, each flush term's CPU part too (its device wait unchanged)."""
+    out = {k: terms[k] * factor for k in CPU_TERMS if k in terms}
+    for cpu, total in CPU_PARTS:
+        if cpu in terms and total in terms:
+            out[cpu] = terms[cpu] * factor
+            out[total] = terms[total] + out[cpu] - terms[cpu]
+    return out
+
+
+def at_pace(profile: Profile, factor: float, note: str | None = None) -> Profile:
+    """`profile` on a host `factor` times slower than it was calibrated at (host_speed: the
+    loop's ratio ** PACE_ELASTICITY), its calibration spread's ends with it."""
+    import dataclasses
+    terms = {f.name: getattr(profile, f.name) for f in dataclasses.fields(profile)}
+    fitted = dict(profile.fitted_from or {})
+    spread = fitted.get("spread")
+    if isinstance(spread, dict):
+        fitted["spread"] = {**spread, **{end: {**spread[end], **pace_terms(spread[end], factor)}
+                                         for end in ("slowest", "fastest")
+                                         if isinstance(spread.get(end), dict)}}
+    if note:
+        fitted["host_pace_now"] = note
+    return replace(profile, **pace_terms(terms, factor), fitted_from=fitted)
 
 
 def backlog_samples(wt: WindowTrace, window: Window) -> np.ndarray:
@@ -1387,9 +1461,48 @@ def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
                                    if fit.overlap else {}),
                                 **({"commit_cpu, sync_cpu, log_write_cpu":
                                     "the probe's CPU per write and sync on the replica's disk "
-                                    "(calibrate_replica.io_cpu_us)"} if window.io_cpu else {})},
+                                    "(calibrate_replica.io_cpu_us)"} if window.io_cpu else {}),
+                                **host_pace_record([window])},
                    calibrated={"durability": [s.get("durability")], "cores": [p.cores],
                                "log_replica_updates": [bool(s.get("log_replica_updates"))]})
+
+
+def host_pace_record(windows: list[Window]) -> dict:
+    """fitted_from["host_pace"]: the host's pace the profile's CPU terms hold at (the median of
+    its windows' readings) and what `lag --host-now` scales them by; {} where a window has no
+    reading (the profile then holds at whatever pace its windows ran)."""
+    paces = [window_pace(w) for w in windows]
+    if not paces or any(p is None for p in paces):
+        return {}
+    return {"host_pace": {"loop": PACE_LOOP, "us": round(float(np.median(paces)), 4),
+                          "windows_us": [round(p, 4) for p in paces],
+                          "elasticity": PACE_ELASTICITY,
+                          "how": "each window's CPU terms brought to the median reading (x "
+                                 "(median / its reading) ** elasticity) before the median of "
+                                 "the fits; `lag --host-now` scales them by (now / this) ** "
+                                 "elasticity (model/host_speed.py)"}}
+
+
+def profile_pace(profile: Profile) -> float | None:
+    """The host pace (µs an iteration of its loop) a calibrated profile's CPU terms hold at."""
+    rec = (profile.fitted_from or {}).get("host_pace")
+    try:
+        us = float(rec["us"]) if rec.get("loop") == PACE_LOOP else None
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    return us if us and us > 0 else None
+
+
+def at_pace_now(profile: Profile, now_us: float, where: str) -> Profile:
+    """`profile` at the host pace read now (`now_us`, at `where`); ValueError (one line) for a
+    profile that records no pace of its own."""
+    then = profile_pace(profile)
+    if then is None:
+        raise ValueError(f"profile {profile.name} records no host pace (fitted_from.host_pace: "
+                         f"calibrate it again with this version)")
+    factor = pace_factor(now_us, then)
+    return at_pace(profile, factor, f"the host loop read {now_us:.1f} µs at {where} against "
+                                    f"{then:.1f} at calibration: CPU terms x {factor:.3f}")
 
 
 # ---------------------------------------------------------------------------- several windows
@@ -1472,6 +1585,13 @@ def fit_many(windows: list[Window], txns_of: list[list], base: Profile, *,
             fits.append(fit(w, txns, base, cores=cores, fsync=fsync, progress=said))
         except CalibrateError as e:
             raise CalibrateError(f"{labels[i]}: {e}") from None
+    paces = [window_pace(w) for w in windows]
+    if len(fits) > 1 and all(p is not None for p in paces):
+        # every window's CPU terms at one host pace (the readings' median): the spread is the
+        # machine's, less the host's drift between the windows
+        ref = float(np.median(paces))
+        fits = [replace(f, profile=at_pace(f.profile, pace_factor(ref, p)))
+                for f, p in zip(fits, paces)]
     terms = [machine_terms(f.profile) for f in fits]
 
     def over(func) -> dict:
@@ -1535,7 +1655,7 @@ def window_record(f: Fit, w: Window, label: str) -> dict:
             "log_write_us": r(f.profile.log_write, 2),
             "log_write_ms_rounds": w.log_write_ms_rounds, "fsync_ms": w.fsync_ms,
             "fsync_ms_rounds": w.fsync_ms_rounds,
-            "cpu_measured_us": r(f.cpu_measured, 1),
+            "cpu_measured_us": r(f.cpu_measured, 1), "host_pace_us": r(window_pace(w)),
             "probe_drain_measured_s": r(f.measured_drain, 3),
             "probe_drain_replayed_s": r(f.fitted_drain, 3)}
 
@@ -1582,6 +1702,7 @@ def described_many(mf: ManyFit, base: Profile, name: str) -> Profile:
                                     f"median of the windows' sustained write probes, as µs a "
                                     f"write"}
                                    if p.disk_write_iops is not None else {}),
+                                **host_pace_record(mf.windows),
                                 "base": base.name, "windows": records,
                                 "spread": {"durability": "durable", "slowest": mf.slowest,
                                            "fastest": mf.fastest}},

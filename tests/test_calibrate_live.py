@@ -91,6 +91,9 @@ def test_calibrate_a_live_replica(rig, tmp_path, capsys):
     assert recorded["probe"]["start"] - recorded["probe"]["stop"] < 2.5
     print(f"probes_at {at}; fsync_ms_rounds {recorded['fsync_ms_rounds']}; "
           f"log_write_ms_rounds {recorded['log_write_ms_rounds']}")
+    # the host's pace read on the real server (SELECT BENCHMARK) in the stop, replica idle
+    assert set(recorded["host_loop"]) == {"stop"}
+    assert all(recorded["host_loop"]["stop"][k]["us"] > 0 for k in ("compute", "rows"))
     assert recorded["fsync_ms"] > 0            # the datadir is on this machine
     # ... so its applier threads' CPU time is read with every sample, and it grows
     assert recorded["cpu_source"] == "threads"
@@ -115,6 +118,8 @@ def test_calibrate_a_live_replica(rig, tmp_path, capsys):
     assert len(measured.split()) == 2 and len(replayed.split()) == 2, share
     mine = get_profile(str(profile))
     assert mine.calibrated["durability"] == ["durable"] and "calibrated" in mine.provenance
+    # ... at the host's pace read in the stop, which `lag --host-now` scales from
+    assert mine.fitted_from["host_pace"]["us"] == recorded["host_loop"]["stop"]["rows"]["us"]
     # the same window, its binlog read from the source over the replication protocol
     again = tmp_path / "again.json"
     assert main(["calibrate", "--samples", str(window), "--source", url(P), "--schema",

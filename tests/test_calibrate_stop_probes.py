@@ -73,6 +73,8 @@ def overlap_round() -> dict:
 READINGS = {"fsync": 0.15, "direct_write": 0.05, "overlap": overlap_round(),
             "io_cpu": {op: {"cpu_us": 10.0, "switches": 1.0} for op in cr.IO_CPU_OPS},
             "sustained": 0.06}
+HOST_READING = {"compute": {"us": 0.6, "rounds_us": [0.6] * 5},
+                "rows": {"us": 250.0, "rounds_us": [250.0] * 5}}
 SECONDS = {"fsync": 0.01, "direct_write": 0.01, "overlap": 1.5, "io_cpu": 0.3, "sustained": 2.0}
 
 
@@ -118,6 +120,13 @@ def replica(tmp_path, monkeypatch):
     monkeypatch.setattr(disk_overlap, "probe", stub("overlap"))
     monkeypatch.setattr(cr, "io_cpu_us", stub("io_cpu"))
     monkeypatch.setattr(cr, "write_sustained_ms", stub("sustained"))
+    log["host"], log["host_rounds_before"] = [], []
+
+    def host_loop(conn):
+        log["host"].append(fake.clock())
+        log["host_rounds_before"].append(len(log["rounds"]))   # disk rounds before it
+        return HOST_READING
+    monkeypatch.setattr(cr, "host_loop", host_loop)
 
     def record(**kw):
         kw = {"window": 20.0, "interval": INTERVAL, **kw}
@@ -312,3 +321,43 @@ def test_cpus_this_process_may_not_use_leave_the_probes_where_they_are(tmp_path,
     other = {max(os.sched_getaffinity(0)) + 1}
     assert cr._DiskProbes(str(tmp_path), True, other).cpus is None
     assert cr._DiskProbes(str(tmp_path), True, None).cpus is None
+
+
+def test_the_hosts_pace_is_read_in_the_stop_with_a_probe_else_around_the_window(replica):
+    """The host loop (model/host_speed.py) with the replica idle: at the stop, before the
+    disk probes; without a probe (read-only) before and after the window, its load with it.
+    The window keeps it by place, and it survives a round trip through --record's JSON."""
+    w = replica["record"](probe=15.0, probe_at=1.0)
+    assert replica["host"] == replica["stop"]                # the stop's first act,
+    assert replica["host_rounds_before"] == [0] and replica["rounds"]   # before the disk's
+    assert w.host_loop == {"stop": HOST_READING}
+    assert cr.window_pace(w) == 250.0
+    assert Window.from_json(json.loads(json.dumps(w.to_json())), "w.json").host_loop == \
+        {"stop": HOST_READING}
+    replica["host"].clear()
+    w = replica["record"](window=3.0)
+    assert len(replica["host"]) == 2 and replica["host"][0] <= w.samples[0][0] \
+        and replica["host"][1] >= w.samples[-1][0]
+    assert set(w.host_loop) == {"before", "after"}
+
+
+def test_a_server_that_refuses_the_host_loop_leaves_the_window_without_it(replica,
+                                                                         monkeypatch):
+    def refused(conn):
+        raise replica_live.LiveError("SELECT BENCHMARK(...: 1227: denied")
+    monkeypatch.setattr(cr, "host_loop", refused)
+    said = []
+    w = replica["record"](probe=15.0, probe_at=1.0, progress=said.append)
+    assert w.host_loop is None and cr.window_pace(w) is None
+    assert any("the host's pace not read: SELECT BENCHMARK" in s for s in said)
+
+
+def test_a_window_with_a_malformed_host_loop_is_refused_in_one_line():
+    from test_calibrate_replica import machine, recorded_window, workload
+    old = recorded_window(workload(300), machine(1.0)).to_json()
+    assert Window.from_json(old, "w.json").host_loop is None
+    for bad in ({}, {"stop": {}}, {"stop": {"rows": {"us": -1}}}, {"during": HOST_READING},
+                {"stop": {"rows": {"us": "x"}}}, [HOST_READING]):
+        with pytest.raises(CalibrateError, match="host_loop") as e:
+            Window.from_json({**old, "host_loop": bad}, "bad.json")
+        assert "\n" not in str(e.value)

@@ -449,6 +449,10 @@ class Rig:
                 nxt += SAMPLE_INTERVAL
                 time.sleep(max(0.0, nxt - time.time()))
 
+        # the host's pace on a fixed loop inside the replica server, idle (model/host_speed.py):
+        # what a prediction for this run can scale the profile's CPU terms by
+        from commitsched.host_speed import host_loop
+        host = {"before": host_loop(rc)}
         th = threading.Thread(target=sampler, daemon=True)
         th.start()
         time.sleep(1.0)
@@ -507,6 +511,8 @@ class Rig:
         time.sleep(1.0)
         done.set()
         th.join()
+        if caught:
+            host["after"] = host_loop(rc)
         pc.close(), rc.close(), tc.close()
         status1 = {"primary": P.status(), "replica": R.status()}
         P.sql("FLUSH BINARY LOGS")
@@ -528,7 +534,7 @@ class Rig:
         counters = ("binlog_commits", "binlog_group_commits", "com_commit",
                     "slave_retried_transactions", "innodb_os_log_fsyncs", "innodb_data_fsyncs")
         meta = {"run": run, "binlog": binlog, "events": events, "caught_up": caught,
-                "fsync_probe_ms": fsync, "version": self.version,
+                "fsync_probe_ms": fsync, "host_loop": host, "version": self.version,
                 "sysbench": " ".join(cmd[3:]), "sysbench_tail": sb_out[-1500:],
                 "transactions": getattr(stats, "transactions", None),
                 "counters": {side: {c: int(status1[side].get(c, 0)) - int(status0[side].get(c, 0))
@@ -795,7 +801,18 @@ def cmd_report(a) -> int:
         d, which = task
         run = runs[d]["meta"]["run"]
         workers = 1 if run["mode"] == "serial" else run["threads"]
-        return predict(runs[d], run, SCHEDULERS[run["mode"]], workers, profiles[which])
+        return predict(runs[d], run, SCHEDULERS[run["mode"]], workers,
+                       paced(profiles[which], d))
+
+    def paced(prof, d):
+        """The profile at the host's pace read just before run d (campaign P on: the rig's
+        reading, as `lag --host-now` reads it); unchanged without readings or --no-host-pace."""
+        from commitsched.calibrate_replica import at_pace_now, profile_pace
+        from commitsched.host_speed import pace_us
+        now = pace_us((runs[d]["meta"].get("host_loop") or {}).get("before"))
+        if getattr(a, "no_host_pace", False) or now is None or profile_pace(prof) is None:
+            return prof
+        return at_pace_now(prof, now, f"the start of {d}")
     preds = {}
     for task, pred in zip(tasks, fork_map(work, tasks, a.jobs)):
         preds[task] = pred
@@ -829,7 +846,9 @@ def cmd_report(a) -> int:
                     "drain_s_range", "headroom_range"):
             if key in pred:
                 model[key] = pred[key]
-        rows.append({"run": d, "calibrating": d in cal, "config": f"{run['durability']} "
+        host = paced(profile, d).fitted_from.get("host_pace_now")
+        rows.append({"run": d, "calibrating": d in cal, "host_pace": host,
+                     "config": f"{run['durability']} "
                      f"{run['mode']} W={workers}" + (" 1 client" if run["clients"] == 1 else ""),
                      "rate": run["rate"], "write_rate": round(w, 1), "stop_s": backlog,
                      "measured": {"keeps_up": m["keeps_up"], "max_lag_s": m["max_lag_s"],
@@ -1259,6 +1278,10 @@ def main(argv=None) -> int:
     r.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="predictions in N processes (default 2); the results do not depend "
                         "on it")
+    r.add_argument("--no-host-pace", action="store_true",
+                   help="predict every run at the calibration's host pace (an ablation): "
+                        "without it, a run whose rig read the host's pace before it (campaign "
+                        "P on) is predicted at that pace, as `lag --host-now` would")
     r.add_argument("--calibrate-on", default=None, metavar="RUN,RUN",
                    help="fit on these runs (each fitted on its own, the profile the median) "
                         "instead of the +cal runs; a run without calibrate's window is read "
