@@ -1047,7 +1047,7 @@ def at_pace(profile: Profile, factor: float, note: str | None = None) -> Profile
                                          for end in ("slowest", "fastest")
                                          if isinstance(spread.get(end), dict)}}
     if note:
-        fitted["host_pace_now"] = note
+        fitted["host_pace_now"], fitted["host_pace_factor"] = note, round(factor, 6)
     return replace(profile, **pace_terms(terms, factor), fitted_from=fitted)
 
 

@@ -204,9 +204,41 @@ def _bugs(args) -> frozenset[str]:
 
 
 def _profile(args):
-    return get_profile(args.profile, cores=getattr(args, "cores", None),
-                       durability=getattr(args, "durability", None),
-                       log_replica_updates=getattr(args, "log_replica_updates", None))
+    return _host_paced(args, get_profile(
+        args.profile, cores=getattr(args, "cores", None),
+        durability=getattr(args, "durability", None),
+        log_replica_updates=getattr(args, "log_replica_updates", None)))
+
+
+def _host_paced(args, profile):
+    """The profile at the host's pace now (--host-now URL, --host-pace-us US): its CPU terms
+    scaled by (now / at calibration) ** host_speed.PACE_ELASTICITY (docs/lag.md, "The host's
+    pace"); unchanged without them."""
+    url, given = getattr(args, "host_now", None), getattr(args, "host_pace_us", None)
+    if url is None and given is None:
+        return profile
+    if url is not None and given is not None:
+        raise UsageError("--host-now and --host-pace-us: give one")
+    from .calibrate_replica import at_pace_now
+    if url is not None:
+        from .host_speed import host_loop, pace_us
+        from .replica_live import LiveError, connect, parse_url
+        try:
+            address = parse_url(url)
+            conn = connect(address)
+            try:
+                now, where = pace_us(host_loop(conn)), f"{address.label()} " + time.strftime(
+                    "%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            finally:
+                conn.close()
+        except LiveError as e:
+            raise UsageError(f"--host-now: {e}") from None
+    else:
+        now, where = given, "--host-pace-us"
+    try:
+        return at_pace_now(profile, now, where)
+    except ValueError as e:
+        raise UsageError(f"{'--host-now' if url else '--host-pace-us'}: {e}") from None
 
 
 def _emit(text: str, path: str | None) -> None:
@@ -434,6 +466,7 @@ SCHEDULER_HELP = ("a scheduler: TRACKER+APPLIER or `serial`. Trackers: serial, d
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
+    from .host_speed import PACE_ELASTICITY
     g = p.add_argument_group("model options")
     g.add_argument("--profile", default="ideal", type=_profile_name, metavar="NAME|FILE",
                    help="machine / cost profile for costs the trace lacks: one of "
@@ -442,6 +475,15 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                         f"{DEFAULT_PROFILE} for score, lag and report, a real MariaDB replica "
                         "measured on 16 cores; ideal, the trace's own costs only, for the "
                         "others)")
+    g.add_argument("--host-now", metavar="URL",
+                   help="with a profile from `calibrate --replica`: read the host's pace on "
+                        "this server now (a fixed loop, SELECT BENCHMARK; read-only, best while "
+                        "the replica is idle) and scale the profile's CPU terms by (now / at "
+                        f"calibration) ** {PACE_ELASTICITY}: a shared host drifts by tens of percent "
+                        "in an hour (docs/lag.md, \"The host's pace\")")
+    g.add_argument("--host-pace-us", type=_positive_float, metavar="US",
+                   help="as --host-now, with a reading taken before (µs an iteration of the "
+                        "`rows` loop, model/host_speed.py)")
     g.add_argument("--cores", type=_positive_int, metavar="N",
                    help="replica CPU cores: executing needs a core, workers beyond it queue "
                         "(default: the profile's machine's)")

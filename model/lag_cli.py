@@ -178,7 +178,7 @@ def cmd_lag(args) -> int:
     from .scoring import default_jobs
     from .cli import _bugs, _profile
     args.jobs = default_jobs(args.jobs)
-    profile = _host_paced(args, _profile(args))
+    profile = _profile(args)
     bugs = _bugs(args)
     started = time.monotonic()
     with opened("lag", args.trace, schema=args.schema, skip_bad=args.skip_bad,
@@ -202,38 +202,6 @@ def _refuse_async_only(args) -> None:
         raise UsageError(f"lag --system {args.system}: {', '.join(given)} "
                          f"{'applies' if len(given) == 1 else 'apply'} to a replica "
                          "(--system async) only")
-
-
-def _host_paced(args, profile):
-    """The profile at the host's pace now (--host-now URL, --host-pace-us US): its CPU terms
-    scaled by (now / at calibration) ** host_speed.PACE_ELASTICITY (docs/lag.md, "The host's
-    pace")."""
-    from .cli import UsageError
-    url, given = getattr(args, "host_now", None), getattr(args, "host_pace_us", None)
-    if url is None and given is None:
-        return profile
-    if url is not None and given is not None:
-        raise UsageError("--host-now and --host-pace-us: give one")
-    from .calibrate_replica import at_pace_now
-    if url is not None:
-        from .host_speed import host_loop, pace_us
-        from .replica_live import LiveError, connect, parse_url
-        try:
-            address = parse_url(url)
-            conn = connect(address)
-            try:
-                now, where = pace_us(host_loop(conn)), f"{address.label()} " + time.strftime(
-                    "%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            finally:
-                conn.close()
-        except LiveError as e:
-            raise UsageError(f"--host-now: {e}") from None
-    else:
-        now, where = given, "--host-pace-us"
-    try:
-        return at_pace_now(profile, now, where)
-    except ValueError as e:
-        raise UsageError(f"{'--host-now' if url else '--host-pace-us'}: {e}") from None
 
 
 def _lag(args, inp, profile, bugs, started: float) -> int:
@@ -285,9 +253,6 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
     if args.delay:
         notes.append(f"each transaction reaches the replica {args.delay:g} s after its source "
                      f"commit (--delay); lags include it")
-    paced = (profile.fitted_from or {}).get("host_pace_now")
-    if paced:
-        notes.append(f"at the host's pace now: {paced}")
     unmeasured = profile.unmeasured()
     ends, windows = _spread(profile)
     sweep = dict(jobs=args.jobs, backlog=args.backlog, backlog_at=backlog_at,
@@ -340,9 +305,8 @@ def _spread(profile, command: str = "lag") -> tuple[dict | None, int]:
 
 
 def add_subcommands(sub, add_model_options) -> None:
-    from .cli import SCHEDULER_HELP, _add_input_arguments, _add_mysql_option, _positive_float, \
-        _positive_int, _workers, add_engine_option
-    from .host_speed import PACE_ELASTICITY
+    from .cli import SCHEDULER_HELP, _add_input_arguments, _add_mysql_option, _positive_int, \
+        _workers, add_engine_option
     from .lag import DRAIN_LEGEND, LEGEND
     from .profiles import DEFAULT_PROFILE
     p = sub.add_parser(
@@ -419,15 +383,6 @@ def add_subcommands(sub, add_model_options) -> None:
                         "keeps_up_words ('keeps up (but not at the slowest calibrated pace)'), "
                         "headroom_range, max_lag_s_range, drain_s_range ([low, high]; high "
                         "null: at some calibrated pace it never drains). Times in seconds")
-    p.add_argument("--host-now", metavar="URL",
-                   help="with a profile from `calibrate --replica`: read the host's pace on "
-                        "this server now (a fixed loop, SELECT BENCHMARK; read-only, best while "
-                        "the replica is idle) and scale the profile's CPU terms by (now / at "
-                        f"calibration) ** {PACE_ELASTICITY}: a shared host drifts by tens of percent "
-                        "in an hour (docs/lag.md, \"The host's pace\")")
-    p.add_argument("--host-pace-us", type=_positive_float, metavar="US",
-                   help="as --host-now, with a reading taken before (µs an iteration of the "
-                        "`rows` loop, model/host_speed.py)")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--jobs", type=_positive_int, default=None, metavar="N",

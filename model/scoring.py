@@ -497,7 +497,9 @@ def profile_line(profile: Profile) -> str:
     return (f"profile {profile.name}: {profile.machine or 'no measured machine'}, {cores}, "
             f"{profile.durability} replica, log_replica_updates "
             f"{'on' if profile.log_replica_updates else 'off'}{band}"
-            + (f"; {unmeasured_text(unmeasured)}" if unmeasured else ""))
+            + (f"; {unmeasured_text(unmeasured)}" if unmeasured else "")
+            + (f"; at the host's pace now: {profile.fitted_from['host_pace_now']}"
+               if (profile.fitted_from or {}).get("host_pace_now") else ""))
 
 
 def _fmt(v, spec: str) -> str:

@@ -170,7 +170,11 @@ def test_lag_at_the_hosts_pace_now(tmp_path, capsys):
     assert rc == 0, err
     slow = json.loads(out)[0]
     assert slow["apply_rate"] < asis["apply_rate"]
-    assert any("at the host's pace now" in n for n in slow["notes"])
+    rc, out, err = _lag([trace, *base[:-1], "--host-pace-us", str(2 * then)], capsys)
+    assert rc == 0, err
+    said = " ".join(out.split())                # the profile line, wrapped
+    assert "at the host's pace now: the host loop read" in said
+    assert f"CPU terms x {2 ** host_speed.PACE_ELASTICITY:.3f}" in said
 
 
 @pytest.mark.parametrize("args, said", [
@@ -190,3 +194,27 @@ def test_a_reading_that_is_not_a_positive_number_is_refused_by_the_parser(capsys
         main(["lag", "t.jsonl", "--host-pace-us", "-3"])
     assert e.value.code == 2
     assert "--host-pace-us: expected a positive number, got '-3'" in capsys.readouterr().err
+
+
+def test_the_campaign_report_says_the_pace_and_each_runs_factor():
+    from record_scripts import import_record_scripts
+    (lag_check,) = import_record_scripts("lag_check")
+    pace = {"loop": "rows", "us": 240.0, "windows_us": [230.0, 240.0, 300.0]}
+    rows = [{"run": "a", "host_pace_factor": 0.98}, {"run": "b", "host_pace_factor": 1.07},
+            {"run": "c", "host_pace_factor": None}]
+    text = lag_check.pace_words({"host_pace": pace, "rows": rows})
+    assert "`rows` loop's 240.0 µs (the median of the windows' 230.0, 240.0, 300.0" in text
+    assert "CPU terms x 0.980 to 1.070 over 2 runs" in text
+    assert "--no-host-pace" in lag_check.pace_words({"host_pace": pace, "rows": rows[2:]})
+    assert lag_check.pace_words({"host_pace": None, "rows": rows}) == ""
+
+
+def test_score_takes_the_hosts_pace_as_lag_does(tmp_path, capsys):
+    from test_lag_cli import _independent, _write
+    trace = _write(tmp_path, _independent(200, 0.001))
+    prof = paced_profile(tmp_path)
+    then = profile_pace(get_profile(prof))
+    assert main(["score", trace, "--profile", prof, "--host-pace-us", str(3 * then),
+                 "--scheduler", "serial", "--workers", "1"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"CPU terms x {3 ** host_speed.PACE_ELASTICITY:.3f}" in said

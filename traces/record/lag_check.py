@@ -846,8 +846,9 @@ def cmd_report(a) -> int:
                     "drain_s_range", "headroom_range"):
             if key in pred:
                 model[key] = pred[key]
-        host = paced(profile, d).fitted_from.get("host_pace_now")
-        rows.append({"run": d, "calibrating": d in cal, "host_pace": host,
+        host = paced(profile, d).fitted_from
+        rows.append({"run": d, "calibrating": d in cal, "host_pace": host.get("host_pace_now"),
+                     "host_pace_factor": host.get("host_pace_factor"),
                      "config": f"{run['durability']} "
                      f"{run['mode']} W={workers}" + (" 1 client" if run["clients"] == 1 else ""),
                      "rate": run["rate"], "write_rate": round(w, 1), "stop_s": backlog,
@@ -878,6 +879,7 @@ def cmd_report(a) -> int:
               "log_write_us": profile.log_write, "fit_notes": [n for f_ in many.fits
                                                                 for n in f_.notes],
               "windows": profile.fitted_from.get("windows"),
+              "host_pace": profile.fitted_from.get("host_pace"),
               "backfilled": backfilled, "line_apply_rate": line_rate,
               "fit_drain_measured_s": result.measured_drain if result else None,
               "fit_drain_replayed_s": result.fitted_drain if result else None,
@@ -1148,7 +1150,24 @@ def markdown(report: dict, material: float) -> str:
         lines.append(f"| {durability} runs only: keeps-up right | "
                      f"{part['model']['keeps_up_right']} of {part['model']['keeps_up_runs']} | "
                      f"{part['line']['keeps_up_right']} of {part['line']['keeps_up_runs']} |")
-    return "\n".join(lines) + "\n" + apply_rates(report) + disk_table(report)
+    return "\n".join(lines) + "\n" + apply_rates(report) + disk_table(report) + pace_words(report)
+
+
+def pace_words(report: dict) -> str:
+    """The host's pace (campaign P on): the profile's, and the factor each run was replayed at."""
+    pace = (report.get("host_pace") or {})
+    factors = [r["host_pace_factor"] for r in report["rows"] if r.get("host_pace_factor")]
+    if not pace:
+        return ""
+    text = (f"\nThe host's pace: the profile's CPU terms hold at the `{pace['loop']}` loop's "
+            f"{pace['us']:.1f} µs (the median of the windows' {', '.join(f'{v:.1f}' for v in pace['windows_us'])}; "
+            f"each window brought to it)")
+    if factors:
+        text += (f"; each run replayed at the pace read before it: CPU terms x "
+                 f"{min(factors):.3f} to {max(factors):.3f} over {len(factors)} runs")
+    else:
+        text += "; every run replayed at that pace (--no-host-pace)"
+    return text + ".\n"
 
 
 def disk_table(report: dict) -> str:
