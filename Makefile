@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-m lag-check-m-report lag-check-n lag-check-n-report lag-check-o lag-check-o-report lag-check-p lag-check-p-report lag-check-p-no-host-pace host-pace lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share probe-cores
+        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-m lag-check-m-report lag-check-n lag-check-n-report lag-check-o lag-check-o-report lag-check-p lag-check-p-report lag-check-p-no-host-pace host-pace lag-noise-floor lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share probe-cores
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -70,6 +70,7 @@ help:
 	@echo "make lag-check-p  campaign P (pre-registered): campaign O with the host's pace read beside each window and"
 	@echo "                before each run (model/host_speed.py); lag-check-p-no-host-pace: the same without it"
 	@echo "make host-pace  the host loop beside the replica's apply pace, and PACE_ELASTICITY fitted (seconds)"
+	@echo "make lag-noise-floor  the lag-check rig's noise floor: each campaign's repeats predicted from each other"
 	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
 	@echo "                retro-check, not a fair test) into docs/lag-check.md"
 	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
@@ -452,6 +453,11 @@ $(eval $(call lag_check_campaign,P,p,4281))
 lag-check-p-no-host-pace: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_P) --to $(LAG_CHECK_P)/no_host_pace \
 		--no-host-pace --doc docs/lag-check.md --doc-marker lag-check-p-no-host-pace
+
+# The rig's noise floor: each campaign's unchanged repeats predicted from each other (what a
+# perfect model would score on this host; docs/lag-check.md; seconds)
+lag-noise-floor: python-deps
+	$(PY) traces/record/lag_noise_floor.py
 
 # The host loop's readings beside the replica's apply pace, and PACE_ELASTICITY fitted from
 # them (traces/calibration/host_pace_dev, model/host_speed.py; seconds)
