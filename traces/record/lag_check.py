@@ -532,7 +532,8 @@ class Rig:
                               os.path.join(out, "trace.jsonl.gz"), schema=[self.schema],
                               progress=False)
         counters = ("binlog_commits", "binlog_group_commits", "com_commit",
-                    "slave_retried_transactions", "innodb_os_log_fsyncs", "innodb_data_fsyncs")
+                    "slave_retried_transactions", "innodb_os_log_fsyncs", "innodb_data_fsyncs",
+                    "innodb_log_writes", "innodb_log_write_requests")
         meta = {"run": run, "binlog": binlog, "events": events, "caught_up": caught,
                 "fsync_probe_ms": fsync, "host_loop": host, "version": self.version,
                 "sysbench": " ".join(cmd[3:]), "sysbench_tail": sb_out[-1500:],
