@@ -120,6 +120,41 @@ def test_binlog_groups_are_runs_of_one_commit_id():
 def test_run_names():
     assert ktrace.parse_name("durable-conservative-4+noperf") == {
         "name": "durable-conservative-4_noperf", "durability": "durable",
-        "mode": "conservative", "threads": 4, "perf": False}
+        "mode": "conservative", "threads": 4, "perf": False, "sample": False}
     with pytest.raises(SystemExit, match="bad run"):
         ktrace.parse_name("durable-fast-4")
+
+
+def test_a_sampled_drain_is_summed_per_transaction_by_role_library_and_function(monkeypatch):
+    """`+sample` runs: perf script's `tid ip sym dso` lines counted at SAMPLE_HZ, each sample
+    1e6 / SAMPLE_HZ µs of the core, over the drain's transactions."""
+    lines = "\n".join([
+        "   101 55d0a1 [unknown] (/usr/sbin/mariadbd)",
+        "   101 ffffffff81 iowrite16 ([kernel.kallsyms])",
+        "   102 7f00 malloc (/usr/lib/x86_64-linux-gnu/libc.so.6)",
+        "   102 7f01 _int_free (/usr/lib/x86_64-linux-gnu/libc.so.6)",
+        "   103 ffffffff82 handle_softirqs ([kernel.kallsyms])",
+        "   999 ffffffff83 do_syscall_64 ([kernel.kallsyms])",
+        "perf: a line that is not a sample"])
+
+    class Done:
+        returncode, stdout, stderr = 0, lines, ""
+    monkeypatch.setattr(ktrace.subprocess, "run", lambda *a, **k: Done())
+    threads = {101: "thread/sql/slave_sql", 102: "thread/sql/rpl_parallel_thread",
+               103: "thread/innodb/page_cleaner_thread"}
+    s = ktrace.sample_summary("perf.data", threads, transactions=2)
+    one = 1e6 / ktrace.SAMPLE_HZ / 2               # one sample over two transactions, µs
+    assert s["samples"] == 6
+    assert s["us_per_txn_by_role"] == {"driver": round(2 * one, 2), "worker": round(2 * one, 2),
+                                       "other": round(one, 2),
+                                       "outside the server": round(one, 2)}
+    assert s["us_per_txn_by_dso"]["server: libc.so.6"] == round(2 * one, 2)
+    assert s["us_per_txn_by_dso"]["other: [kernel.kallsyms]"] == round(one, 2)
+    assert s["us_per_txn_top_symbols"]["[kernel.kallsyms]: iowrite16"] == round(one, 2)
+
+
+def test_a_run_may_ask_for_samples_and_nothing_else():
+    assert ktrace.parse_name("relaxed-optimistic-4+sample")["sample"] is True
+    assert ktrace.parse_name("relaxed-optimistic-4")["sample"] is False
+    with pytest.raises(SystemExit, match="only \\+noperf or \\+sample"):
+        ktrace.parse_name("relaxed-optimistic-4+trace")

@@ -11,7 +11,9 @@ stopped, a backlog written at the source (sysbench, 16 clients), the IO thread l
 receive all of it, the replica's binlog rotated; then the SQL thread restarted under `perf
 record -a -k mono` (scheduler switches and wakeups, the sync/write syscalls, block requests)
 until it has applied the backlog (a closed drain: nothing arrives while it runs). A run named
-`...+noperf` is the same drain without perf (the instrument's overhead). Each run's folder:
+`...+noperf` is the same drain without perf (the instrument's overhead); `...+sample` samples
+the replica's core (CPU 1) at 4 kHz instead, user and kernel, and keeps in meta.json only its
+µs a transaction by thread role, library and function (`sample_summary`). Each run's folder:
 `meta.json` (drain start/end on CLOCK_MONOTONIC, transactions, apply rate, counters),
 `threads.json` (tid -> performance_schema thread name), `fds.json` (fd -> file),
 `groups.tsv` (the replica's own binlog: seq_no, commit id as mariadb-binlog's cid=, one line a
@@ -520,11 +522,51 @@ def parse_name(text: str) -> dict:
     parts = name.split("-")
     if len(parts) != 3 or parts[0] not in ("durable", "relaxed") or \
             parts[1] not in ("serial", "conservative", "optimistic") or not parts[2].isdigit():
-        raise SystemExit(f"ktrace: bad run {text!r} (DURABILITY-MODE-THREADS[+noperf])")
-    if flag not in ("", "noperf"):
-        raise SystemExit(f"ktrace: bad run {text!r}: only +noperf after the name")
+        raise SystemExit(f"ktrace: bad run {text!r} (DURABILITY-MODE-THREADS[+noperf|+sample])")
+    if flag not in ("", "noperf", "sample"):
+        raise SystemExit(f"ktrace: bad run {text!r}: only +noperf or +sample after the name")
     return {"name": text.replace("+", "_"), "durability": parts[0], "mode": parts[1],
-            "threads": int(parts[2]), "perf": flag != "noperf"}
+            "threads": int(parts[2]), "perf": flag != "noperf", "sample": flag == "sample"}
+
+
+def sample_command(data: str) -> list[str]:
+    """`perf record` sampling the replica's core (CPU 1) at SAMPLE_HZ, user and kernel: where
+    its time goes, by thread, library and function (`+sample` runs; `sample_summary`)."""
+    return ["taskset", "-c", "0", "perf", "record", "-q", "-C", "1", "-e", "cpu-clock",
+            "-F", str(SAMPLE_HZ), "-m", "4096", "-o", data]
+
+
+SAMPLE_HZ = 4000
+
+
+def sample_summary(data: str, threads: dict, transactions: int, top: int = 25) -> dict:
+    """A `+sample` run's samples per transaction (µs of the core a transaction) by thread role
+    (performance_schema's names), by library and by function (the top `top`)."""
+    r = subprocess.run(["perf", "script", "-i", data, "-F", "tid,ip,sym,dso"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("ktrace: perf script failed: " + r.stderr[-300:])
+    role_of = roles(threads)
+    by_role, by_dso, by_sym = defaultdict(int), defaultdict(int), defaultdict(int)
+    n = 0
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) < 3 or not f[0].isdigit():
+            continue
+        tid, dso = int(f[0]), f[-1].strip("()")
+        sym = " ".join(f[2:-1]) or "[unknown]"
+        role = "idle" if tid == 0 else role_of.get(tid, "outside the server")
+        by_role[role] += 1
+        by_dso[f"{role if role in ('idle',) else 'server' if tid in role_of else 'other'}: "
+               f"{os.path.basename(dso)}"] += 1
+        by_sym[f"{os.path.basename(dso)}: {sym}"] += 1
+        n += 1
+    us = lambda k: round(1e6 * k / SAMPLE_HZ / max(transactions, 1), 2)  # noqa: E731
+    order = lambda d: dict(sorted(((k, us(v)) for k, v in d.items()),  # noqa: E731
+                                  key=lambda kv: -kv[1]))
+    return {"samples": n, "hz": SAMPLE_HZ, "us_per_txn_by_role": order(by_role),
+            "us_per_txn_by_dso": order(by_dso),
+            "us_per_txn_top_symbols": dict(list(order(by_sym).items())[:top])}
 
 
 def perf_command(data: str) -> list[str]:
@@ -577,7 +619,8 @@ def drain(rig, run: dict, out: str, rate: int, seconds: int) -> dict:
     perf = None
     data = os.path.join(out, "perf.data")
     if run["perf"]:
-        perf = subprocess.Popen(["sh", "-c", "exec " + " ".join(perf_command(data))],
+        command = sample_command(data) if run.get("sample") else perf_command(data)
+        perf = subprocess.Popen(["sh", "-c", "exec " + " ".join(command)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(1.5)
     c0 = R.status()
@@ -628,7 +671,12 @@ def drain(rig, run: dict, out: str, rate: int, seconds: int) -> dict:
         json.dump(threads, f, indent=1)
     with open(os.path.join(out, "fds.json"), "w") as f:
         json.dump(fds, f, indent=1)
-    if perf is not None:
+    if perf is not None and run.get("sample"):
+        meta["sampled"] = sample_summary(data, threads, meta["transactions"])
+        with open(os.path.join(out, "meta.json"), "w") as f:
+            json.dump(meta, f, indent=1)
+        os.remove(data)
+    elif perf is not None:
         script = subprocess.Popen(["perf", "script", "-i", data, "-F",
                                    "comm,pid,tid,cpu,time,event,trace"],
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -708,7 +756,7 @@ def main(argv=None) -> int:
     m.add_argument("--out", required=True)
     m.add_argument("--runs", default="durable-serial-1,durable-conservative-2,"
                    "durable-conservative-4,durable-optimistic-4,durable-conservative-4+noperf",
-                   help="DURABILITY-MODE-THREADS[+noperf], comma-separated")
+                   help="DURABILITY-MODE-THREADS[+noperf|+sample], comma-separated")
     m.add_argument("--port", type=int, default=4100)
     m.add_argument("--rate", type=int, default=2000, help="the backlog's write rate (txn/s)")
     m.add_argument("--seconds", type=int, default=6, help="the backlog's seconds of writes")
