@@ -228,8 +228,8 @@ def pace_lines(profile, window=None) -> list[str]:
     """What the summary says of the host's pace the profile holds at (model/host_speed.py)."""
     rec = (profile.fitted_from or {}).get("host_pace")
     if not rec:
-        return ["  the host's pace: not read (the server refused SELECT BENCHMARK): `lag "
-                "--host-now` cannot scale this profile"]
+        return ["  the host's pace: not read (a window recorded before it was, or the server "
+                "refused SELECT BENCHMARK): `lag --host-now` cannot scale this profile"]
     where = ("in the probe's stop (the replica idle)"
              if window is not None and "stop" in (window.host_loop or {}) else
              "before and after the window (the replica applying: its load read with it)"

@@ -1,5 +1,5 @@
 """How fast the replica's host runs a fixed piece of CPU work, now (docs/lag.md, "The host's
-speed").
+pace").
 
 A shared machine (a cloud VM, this project's own) runs the same work at a pace that drifts by
 tens of percent over an hour: neighbours share its caches and memory, its clock moves. A
@@ -12,8 +12,8 @@ how much slower (> 1) or faster the host is at the second.
 Two loops, because a host can slow one kind of work and not the other:
 - `compute`: SHA-256 of a random number (RAND() keeps the server from computing it once), in
   the core's registers and first-level cache;
-- `rows`: a scan of `mysql.help_topic` (a few hundred rows that every MySQL and MariaDB server
-  has and nothing writes) through the storage engine's row and handler code, as a replica's
+- `rows`: a scan of `mysql.help_topic` (about a thousand rows that every MySQL and MariaDB
+  server has and nothing writes) through the storage engine's row and handler code, as a replica's
   own work does; RAND() in its condition makes the subquery run at every iteration.
 
 How much of the loop's drift the replica's own work sees is `PACE_ELASTICITY`: the CPU terms
@@ -32,7 +32,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from .replica_live import LiveError, query
+from .replica_live import query
 
 LOOPS = {
     # iterations a round, and the expression; ~30-60 ms a round on a 2020s x86 core
