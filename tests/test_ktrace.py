@@ -158,3 +158,22 @@ def test_a_run_may_ask_for_samples_and_nothing_else():
     assert ktrace.parse_name("relaxed-optimistic-4")["sample"] is False
     with pytest.raises(SystemExit, match="only \\+noperf or \\+sample"):
         ktrace.parse_name("relaxed-optimistic-4+trace")
+
+
+def test_a_drain_that_does_not_end_says_what_the_threads_were_doing(tmp_path):
+    class Server:
+        def slave_status(self):
+            return {"Slave_SQL_Running": "Yes", "Slave_SQL_Running_State":
+                    "Waiting for room in worker thread event queue", "Last_SQL_Error": ""}
+
+        def sql(self, query):
+            return [["7", "system user", "Slave_worker", "301",
+                     "Waiting for prior transaction to commit", "NULL"],
+                    ["8", "system user", "Slave_worker", "301",
+                     "Waiting for prior transaction to commit", "NULL"],
+                    ["9", "system user", "Slave_SQL", "301", "", "NULL"]]
+    said = ktrace.stuck(Server(), str(tmp_path), "0-1-500", 900)
+    assert said.startswith("applied 0-1-500 of ...-900; SQL thread Yes (Waiting for room")
+    assert "states: Waiting for prior transaction to commit (all in" in said
+    kept = json.loads((tmp_path / "stuck.json").read_text())
+    assert kept["target"] == 900 and len(kept["system_threads"]) == 3

@@ -636,7 +636,7 @@ def drain(rig, run: dict, out: str, rate: int, seconds: int) -> dict:
             t1 = time.monotonic()
             break
         if time.monotonic() - t0 > 300:
-            raise SystemExit("ktrace: the drain did not end in 300 s")
+            raise SystemExit(f"ktrace: the drain did not end in 300 s: {stuck(R, out, g, target)}")
         time.sleep(0.005)
     rc.close()
     c1 = R.status()
@@ -689,6 +689,22 @@ def drain(rig, run: dict, out: str, rate: int, seconds: int) -> dict:
     log(f"  {meta['transactions']} transactions in {meta['seconds']:.2f} s "
         f"({meta['apply_rate']:.0f}/s), binlog group {len(groups) / len(group_sizes(groups)):.2f}")
     return meta
+
+
+def stuck(server, out: str, applied: str, target: int) -> str:
+    """A drain that does not end: what the replica's threads were doing (its processlist and
+    slave status, kept in OUT/stuck.json), and one line of it."""
+    status = server.slave_status()
+    threads = server.sql("SELECT ID, USER, COMMAND, TIME, STATE, LEFT(INFO, 80) FROM "
+                         "information_schema.PROCESSLIST WHERE USER = 'system user'")
+    with open(os.path.join(out, "stuck.json"), "w") as f:
+        json.dump({"applied": applied, "target": target, "slave_status": status,
+                   "system_threads": threads}, f, indent=1)
+    states = sorted({row[4] for row in threads if len(row) > 4 and row[4]})
+    return (f"applied {applied} of ...-{target}; SQL thread {status.get('Slave_SQL_Running')} "
+            f"({status.get('Slave_SQL_Running_State') or '-'}), last error "
+            f"{status.get('Last_SQL_Error') or 'none'}; the system threads' states: "
+            f"{'; '.join(states) or '-'} (all in {os.path.join(out, 'stuck.json')})")
 
 
 def overlap_probe(directory: str, seconds: float = 3.0, rounds: int = 1,
