@@ -218,3 +218,15 @@ def test_score_takes_the_hosts_pace_as_lag_does(tmp_path, capsys):
                  "--scheduler", "serial", "--workers", "1"]) == 0
     said = " ".join(capsys.readouterr().out.split())
     assert f"CPU terms x {3 ** host_speed.PACE_ELASTICITY:.3f}" in said
+
+
+def test_a_spread_reading_waits_between_a_loops_rounds():
+    conn = FakeConn({"compute": 0.5, "rows": 240.0})
+    slept = []
+
+    def sleep(s):
+        slept.append(s)
+        conn.t += s
+    r = host_speed.host_loop(conn, rounds=4, clock=lambda: conn.t, spacing=0.3, sleep=sleep)
+    assert slept == [0.3] * 6                    # between each loop's rounds, not before
+    assert r["rows"]["us"] == pytest.approx(240.0)   # the waits are not timed

@@ -53,7 +53,10 @@ def run_rows(folder: str) -> list[dict]:
                     "started": ev["sysbench_start"],
                     "rate": n / (t[j] - t[i]), "cpu_us": 1e6 * (applier_cpu[j] - applier_cpu[i]) / n,
                     **{f"{loop}_{when}": h[when][loop]["us"]
-                       for when in ("before", "after") if when in h
+                       for when in h for loop in ("compute", "rows")},
+                    # a spread reading's mean over its rounds: the share of time at each level
+                    **{f"{loop}_{when}_mean": statistics.fmean(h[when][loop]["rounds_us"])
+                       for when in h if when.endswith("spread")
                        for loop in ("compute", "rows")}})
     return sorted(out, key=lambda r: r["started"])
 
@@ -103,9 +106,11 @@ def markdown(folder: str) -> str:
                          f"apart)")
     lines += ["", "| reading | slope (elasticity) | pairwise error, as it is | scaled ** slope | "
               "scaled ** 1 |", "|---|---|---|---|---|"]
-    for key in ("rows_before", "compute_before"):
+    keys = ["rows_before", "compute_before"] + [
+        k for k in ("rows_before_spread", "rows_before_spread_mean") if k in rows[0]]
+    for key in keys:
         e = slope(rows, key)
-        lines.append(f"| {key.replace('_', ' loop, ')} | {e:.2f} | "
+        lines.append(f"| {key.replace('_', ' loop, ', 1).replace('_', ' ')} | {e:.2f} | "
                      f"{100 * pairwise(rows, key, 0.0):.1f}% | {100 * pairwise(rows, key, e):.1f}% | "
                      f"{100 * pairwise(rows, key, 1.0):.1f}% |")
     lines.append(f"\nPACE_ELASTICITY (the rows loop, read before the run): {elasticity(folder)}")
