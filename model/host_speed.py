@@ -51,17 +51,13 @@ PACE_LOOP = "rows"
 PACE_ELASTICITY = 0.21
 
 
-def host_loop(conn, rounds: int = 5, clock=time.perf_counter, spacing: float = 0.0,
-              sleep=time.sleep) -> dict:
-    """Each loop's µs an iteration: the median of `rounds` rounds, and the rounds; with
-    `spacing`, that many seconds between a loop's rounds (a reading spread over time, which
-    sees a host that flips between two levels in each for its share of the time)."""
+def host_loop(conn, rounds: int = 5, clock=time.perf_counter) -> dict:
+    """Each loop's µs an iteration: the median of `rounds` rounds back to back, and the rounds.
+    (Rounds spread over seconds followed the appliers' CPU worse: host_pace_dev2.)"""
     out = {}
     for kind, (n, expr) in LOOPS.items():
         times = []
-        for i in range(rounds):
-            if i and spacing:
-                sleep(spacing)
+        for _ in range(rounds):
             t0 = clock()
             query(conn, f"SELECT BENCHMARK({n}, {expr})")
             times.append((clock() - t0) * 1e6 / n)

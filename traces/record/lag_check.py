@@ -452,10 +452,7 @@ class Rig:
         # the host's pace on a fixed loop inside the replica server, idle (model/host_speed.py):
         # what a prediction for this run can scale the profile's CPU terms by
         from commitsched.host_speed import host_loop
-        host = {"before": host_loop(rc),
-                # the same loops spread over ~4 s (a development reading, not used to predict:
-                # does it follow the host's two levels better than a 0.35 s burst?)
-                "before_spread": host_loop(rc, rounds=11, spacing=0.3)}
+        host = {"before": host_loop(rc)}
         th = threading.Thread(target=sampler, daemon=True)
         th.start()
         time.sleep(1.0)
