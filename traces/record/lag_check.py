@@ -1160,9 +1160,10 @@ def pace_words(report: dict) -> str:
     factors = [r["host_pace_factor"] for r in report["rows"] if r.get("host_pace_factor")]
     if not pace:
         return ""
+    windows = ", ".join(f"{v:.1f}" for v in pace["windows_us"])
     text = (f"\nThe host's pace: the profile's CPU terms hold at the `{pace['loop']}` loop's "
-            f"{pace['us']:.1f} µs (the median of the windows' {', '.join(f'{v:.1f}' for v in pace['windows_us'])}; "
-            f"each window brought to it)")
+            f"{pace['us']:.1f} µs (the median of the windows' {windows}; each window brought "
+            f"to it)")
     if factors:
         text += (f"; each run replayed at the pace read before it: CPU terms x "
                  f"{min(factors):.3f} to {max(factors):.3f} over {len(factors)} runs")
