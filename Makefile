@@ -69,6 +69,12 @@ help:
 	@echo "make lag-check-o  campaign O (pre-registered): campaign N repeated unchanged (how much of a verdict is the host's)"
 	@echo "make lag-check-p  campaign P (pre-registered): campaign O with the host's pace read beside each window and"
 	@echo "                before each run (model/host_speed.py); lag-check-p-no-host-pace: the same without it"
+	@echo "make lag-check-device-bundle  the rig for a lent machine (.dev16/lagcheck.tar.xz: MariaDB, sysbench,"
+	@echo "                commitsched's wheels); device-sparse / device-unsparse: a checkout small enough to"
+	@echo "                travel; lag-check-device-unpack FETCHED=DIR: a campaign the machine sent back"
+	@echo "make lag-check-q16-report  campaign Q16 (pre-registered): F's rig on a lent 16-core machine"
+	@echo "make lag-check-q16-vm  Q16's runs and rule on this VM through the lent machine's script (~9 min"
+	@echo "                under MEASURE; its rehearsal); lag-check-q16-vm-report: its table"
 	@echo "make host-pace  the host loop beside the replica's apply pace, and PACE_ELASTICITY fitted (seconds)"
 	@echo "make lag-noise-floor  the lag-check rig's noise floor: each campaign's repeats predicted from each other"
 	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
@@ -453,6 +459,43 @@ $(eval $(call lag_check_campaign,P,p,4281))
 lag-check-p-no-host-pace: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_P) --to $(LAG_CHECK_P)/no_host_pace \
 		--no-host-pace --doc docs/lag-check.md --doc-marker lag-check-p-no-host-pace
+
+# A lag-check campaign on a lent machine (docs/lag-check.md, "A campaign on a lent machine"): the
+# bundle it needs there (.dev16/lagcheck.tar.xz, ~17 MB; carry it), the checkout cut to ~16 MB so
+# that it travels (device-sparse; device-unsparse undoes it), one call running
+# traces/record/lag_check_device.sh, and what it sent back unpacked into the campaign's folder.
+DEVICE_CAMPAIGN ?= traces/calibration/lag_check_q16
+LAG_CHECK_Q16 = traces/calibration/lag_check_q16
+LAG_CHECK_Q16_VM = traces/calibration/lag_check_q16_vm
+PYTHON312 ?= python3.12
+.PHONY: lag-check-device-bundle device-sparse device-unsparse lag-check-device-unpack \
+	lag-check-q16-report lag-check-q16-vm lag-check-q16-vm-report
+lag-check-device-bundle: python-deps
+	bash traces/record/lag_check_device_bundle.sh
+device-sparse:
+	git sparse-checkout set --no-cone '/*' '!/traces/calibration/*/runs/' '!/traces/calibration/replica16*/'
+device-unsparse:
+	git sparse-checkout disable
+lag-check-device-unpack:
+	@test -n "$(FETCHED)" || { echo "usage: make lag-check-device-unpack FETCHED=DIR [DEVICE_CAMPAIGN=$(LAG_CHECK_Q16)]" >&2; exit 2; }
+	@ls $(FETCHED)/campaign.tar* >/dev/null 2>&1 || { echo "$(FETCHED): no campaign.tar (see its log.txt)" >&2; exit 2; }
+	@test ! -e $(DEVICE_CAMPAIGN)/runs || { echo "$(DEVICE_CAMPAIGN)/runs exists: move it away first" >&2; exit 2; }
+	cat $(FETCHED)/campaign.tar* | tar -x -C $(dir $(DEVICE_CAMPAIGN)) $(notdir $(DEVICE_CAMPAIGN))
+	cp $(FETCHED)/log.txt $(DEVICE_CAMPAIGN)/device_log.txt
+lag-check-q16-report: python-deps
+	$(call lag_check_report,$(LAG_CHECK_Q16),lag-check-q16)
+# The rehearsal: Q16's runs on this VM through the same script and bundle, under the lent
+# machine's Python (3.12 with numpy and scipy, a venv in .dev16/py312)
+lag-check-q16-vm: python-deps
+	@test -f .dev16/lagcheck.tar.xz || $(MAKE) lag-check-device-bundle
+	@test -x .dev16/py312/bin/python || { $(PYTHON312) -m venv .dev16/py312 && .dev16/py312/bin/pip install -q numpy scipy; }
+	rm -rf .dev16/q16vm-out
+	$(MEASURE) env OUT=.dev16/q16vm-out LAGCHECK_PYTHON=.dev16/py312/bin/python \
+		LAGCHECK_WORK=$(CURDIR)/.dev16/q16vm-run bash traces/record/lag_check_device.sh $(LAG_CHECK_Q16_VM)
+	$(MAKE) lag-check-device-unpack FETCHED=.dev16/q16vm-out DEVICE_CAMPAIGN=$(LAG_CHECK_Q16_VM)
+	$(MAKE) lag-check-q16-vm-report
+lag-check-q16-vm-report: python-deps
+	$(call lag_check_report,$(LAG_CHECK_Q16_VM),lag-check-q16-vm)
 
 # The rig's noise floor: each campaign's unchanged repeats predicted from each other (what a
 # perfect model would score on this host; docs/lag-check.md; seconds)

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 
-from record import private_tmpdir
+from record import install_datadir, private_tmpdir, server_user, share_args
 from record import find_tools, free_port  # noqa: F401  (re-exported for calibrate.py)
 
 
@@ -26,7 +26,7 @@ class CalibServer:
         self.sock = os.path.join(workdir, "mysqld.sock")
         self.errlog = os.path.join(workdir, "error.log")
         self.proc: subprocess.Popen | None = None
-        self.user = "mysql" if os.geteuid() == 0 else None
+        self.user = server_user()
 
     def _own(self, path: str) -> None:
         if self.user:
@@ -38,10 +38,7 @@ class CalibServer:
         self._own(self.workdir)
         owner = [f"--user={self.user}"] if self.user else []
         tmp = f"--tmpdir={private_tmpdir(self.workdir, self.user)}"
-        r = subprocess.run([self.tools["install_db"], "--no-defaults", f"--datadir={self.datadir}",
-                            "--auth-root-authentication-method=normal", "--skip-test-db", *owner,
-                            tmp],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        r = install_datadir(self.tools, self.datadir, [*owner, tmp])
         if r.returncode != 0:
             raise SystemExit(f"calibrate: install_db failed for {self.name}:\n" + r.stdout[-1500:])
 
@@ -51,7 +48,7 @@ class CalibServer:
                 f"--socket={self.sock}", f"--port={self.port}", "--bind-address=127.0.0.1",
                 f"--pid-file={os.path.join(self.workdir, 'mysqld.pid')}",
                 f"--log-error={self.errlog}", "--skip-name-resolve", *owner,
-                f"--tmpdir={private_tmpdir(self.workdir, self.user)}"]
+                f"--tmpdir={private_tmpdir(self.workdir, self.user)}", *share_args()]
         args += [f"--{k.replace('_', '-')}={v}" for k, v in settings.items()]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)

@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from record import find_tools, private_tmpdir  # noqa: E402
+from record import find_tools, install_datadir, private_tmpdir, server_user  # noqa: E402
 
 PROVIDER_PATHS = ("/usr/lib/galera/libgalera_smm.so", "/usr/lib/libgalera_smm.so",
                   "/usr/lib64/galera-4/libgalera_smm.so", "/usr/lib/galera-4/libgalera_smm.so")
@@ -95,10 +95,8 @@ class Node:
         owner = [f"--user={c.user}"] if c.user else []
         if c.user:
             subprocess.run(["chown", "-R", f"{c.user}:{c.user}", self.dir], check=True)
-        r = subprocess.run([c.tools["install_db"], "--no-defaults", f"--datadir={self.datadir}",
-                            "--auth-root-authentication-method=normal", "--skip-test-db", *owner,
-                            f"--tmpdir={private_tmpdir(self.dir, c.user)}"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        r = install_datadir(c.tools, self.datadir,
+                            [*owner, f"--tmpdir={private_tmpdir(self.dir, c.user)}"])
         if r.returncode != 0:
             raise ClusterError(f"node{self.i}: install_db failed:\n{r.stdout[-1500:]}")
 
@@ -174,7 +172,7 @@ class GaleraCluster:
         self.start_timeout = start_timeout
         self.tools = find_tools()
         self.provider = find_provider()
-        self.user = "mysql" if os.geteuid() == 0 else None
+        self.user = server_user()
         self.nodes = [Node(self, i) for i in range(nodes)]
         self._stopped = False
 

@@ -57,10 +57,38 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+# Whether the rig pins (`measure --pin`): on this VM always; on a machine whose kernel takes an
+# affinity without enforcing it (gVisor, one of the lent machines' runtimes) the rig runs
+# unpinned, the replica's cores then all of the machine's, as calibrate reads them.
+PINNED = True
+
+
 def pin(pid: int, cpu: int) -> None:
     """Every thread of `pid` (and those it starts later, which inherit it) on CPU `cpu`."""
+    if not PINNED:
+        return
     subprocess.run(["taskset", "-a", "-p", "-c", str(cpu), str(pid)], check=True,
                    capture_output=True)
+
+
+def on_cpu(cpu: int) -> list[str]:
+    """The command prefix that starts a program on CPU `cpu` (none when the rig does not pin)."""
+    return ["taskset", "-c", str(cpu)] if PINNED else []
+
+
+def pinning_works(cpu: int = REPLICA_CPU, seconds: float = 0.6) -> bool:
+    """Whether an affinity is enforced here: two processes spinning for `seconds` on one CPU
+    get about `seconds` of CPU between them where it is, twice that where it is not."""
+    import resource
+    spin = ("import os, time; os.sched_setaffinity(0, {%d}); t = time.monotonic()\n"
+            "while time.monotonic() - t < %r: pass" % (cpu, seconds))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+    if any(p.wait() != 0 for p in procs):
+        return False
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return used < 1.5 * seconds
 
 
 CGROUP = "/sys/fs/cgroup/cpu/commitsched-lag-replica"
@@ -97,8 +125,9 @@ def move_io_thread(server, limited: bool) -> int | None:
     if limited:
         with open("/sys/fs/cgroup/cpu/tasks", "w") as f:     # the root cpu cgroup: no limit
             f.write(str(tid))
-    subprocess.run(["taskset", "-p", "-c", str(PRIMARY_CPU), str(tid)], check=True,
-                   capture_output=True)
+    if PINNED:
+        subprocess.run(["taskset", "-p", "-c", str(PRIMARY_CPU), str(tid)], check=True,
+                       capture_output=True)
     return tid
 
 
@@ -281,7 +310,7 @@ class Rig:
 
     def sysbench_cmd(self, action: str, rate: int = 0, seconds: int = 0,
                      clients: int = CLIENTS) -> list[str]:
-        cmd = ["taskset", "-c", str(PRIMARY_CPU), self.tools["sysbench"], "oltp_write_only",
+        cmd = [*on_cpu(PRIMARY_CPU), self.tools["sysbench"], "oltp_write_only",
                "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={self.primary.port}",
                "--mysql-user=sbtest", "--mysql-password=sbtest", "--mysql-db=sbtest",
                f"--tables={TABLES}", f"--table-size={TABLE_SIZE}", "--rand-seed=1"]
@@ -465,7 +494,7 @@ class Rig:
         if run["calibrate"]:
             # the probe by the tool itself, as a user runs it: it samples the replica over the
             # run and stops its SQL thread at stop_at for stop_for seconds
-            cal_cmd = ["taskset", "-c", str(PRIMARY_CPU), sys.executable, "-m", "commitsched",
+            cal_cmd = [*on_cpu(PRIMARY_CPU), sys.executable, "-m", "commitsched",
                        "calibrate", "--replica", f"mysql://root@localhost/?socket={R.sock}",
                        "--window", str(run["seconds"]), "--probe", str(run["stop_for"]),
                        "--probe-at", str(run["stop_at"]), "--quiet",
@@ -593,12 +622,40 @@ def new_rig(prefix: str, workdir: str | None, port: int, **settings) -> "Rig":
     rig = Rig(root, port, settings.pop("cpu_percent", None), **settings)
     atexit.register(rig.stop)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.sched_setaffinity(0, {PRIMARY_CPU})
+    if PINNED:
+        os.sched_setaffinity(0, {PRIMARY_CPU})
     return rig
 
 
+# What a run takes beyond its sysbench --time: the host loop read before and after it (~2 x 4
+# s), the fsync probe, the catch-up after a lagging load, the binlog's import. A deadline keeps
+# this much free for each run it starts (a lent machine's call ends at its limit, and with it
+# every run that has not been written).
+RUN_ALLOWANCE_S = 30.0
+
+
+def fits_deadline(run: dict, began: float, deadline_s: float, now: float | None = None) -> bool:
+    """Whether `run` would end within `deadline_s` of `began` (time.monotonic) if started now."""
+    now = time.monotonic() if now is None else now
+    return now - began + run["seconds"] + RUN_ALLOWANCE_S <= deadline_s
+
+
+def write_skipped(out: str, names: list[str], deadline_s: float) -> None:
+    """The runs a deadline left out, beside the campaign's setup (the report reads only the
+    runs measured, and says which were left out)."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "skipped.json"), "w") as f:
+        json.dump({"deadline_s": deadline_s, "not_started": names}, f, indent=1)
+
+
 def cmd_measure(a) -> int:
+    global PINNED
+    began = time.monotonic()
     runs = [parse_run(r) for r in a.runs.split(",")]
+    PINNED = a.pin == "on" or (a.pin == "auto" and pinning_works())
+    if not PINNED:
+        log("not pinned (--pin %s): the primary, sysbench and the replica share all %d CPUs"
+            % (a.pin, os.cpu_count() or 0))
     check_io_cap(a.replica_write_iops)
     rig = new_rig("lagcheck-", a.workdir, a.port, cpu_percent=a.cpu_percent,
                   replica_binlog=a.replica_binlog, primary_durability=a.primary_durability,
@@ -611,9 +668,16 @@ def cmd_measure(a) -> int:
             n += 1
             name = f"setup-{n}.json"             # a later piece of the same campaign
         with open(os.path.join(a.out, name), "w") as f:
-            json.dump({**setup, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                             time.gmtime())}, f, indent=1)
-        for run in runs:
+            json.dump({**setup, "pinned": PINNED, "cpus": os.cpu_count(),
+                       "kernel": os.uname().release,
+                       "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                      f, indent=1)
+        for i, run in enumerate(runs):
+            if a.deadline_s is not None and not fits_deadline(run, began, a.deadline_s):
+                left = [r["name"] for r in runs[i:]]
+                write_skipped(a.out, left, a.deadline_s)
+                log(f"deadline: {len(left)} of {len(runs)} runs not started ({', '.join(left)})")
+                break
             log(f"run {run['name']}")
             meta = rig.measure(run, os.path.join(a.out, "runs", run["name"]))
             log(f"  {meta['transactions']} transactions, caught up: {meta['caught_up']}")
@@ -884,7 +948,7 @@ def cmd_report(a) -> int:
               "backfilled": backfilled, "line_apply_rate": line_rate,
               "fit_drain_measured_s": result.measured_drain if result else None,
               "fit_drain_replayed_s": result.fitted_drain if result else None,
-              "rows": rows, "summary": summary}
+              "rows": rows, "summary": summary, "not_measured": not_measured(a.out)}
     with open(os.path.join(to, "results.json"), "w") as f:
         json.dump(report, f, indent=1)
     text = markdown(report, a.material_lag)
@@ -1151,7 +1215,20 @@ def markdown(report: dict, material: float) -> str:
         lines.append(f"| {durability} runs only: keeps-up right | "
                      f"{part['model']['keeps_up_right']} of {part['model']['keeps_up_runs']} | "
                      f"{part['line']['keeps_up_right']} of {part['line']['keeps_up_runs']} |")
+    left = report.get("not_measured")
+    if left:
+        lines += ["", f"Not measured (the rig's deadline, {left['deadline_s']:.0f} s, came "
+                      f"first): {', '.join(left['not_started'])}."]
     return "\n".join(lines) + "\n" + apply_rates(report) + disk_table(report) + pace_words(report)
+
+
+def not_measured(out: str) -> dict | None:
+    """The runs `measure --deadline-s` left out (skipped.json), or None."""
+    path = os.path.join(out, "skipped.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
 
 
 def pace_words(report: dict) -> str:
@@ -1277,6 +1354,16 @@ def main(argv=None) -> int:
                    help="cap the replica's writes to its disk at N IOs a second (a cloud "
                         "volume: cgroup v1 blkio throttle, root only; reads uncapped; "
                         "calibrate's disk probes run inside the cap too)")
+    m.add_argument("--pin", choices=("on", "off", "auto"), default="on",
+                   help="on (default): the primary and sysbench on CPU 0, the replica on CPU 1; "
+                        "off: nothing pinned; auto: on where the kernel enforces an affinity "
+                        "(two spinning processes on one CPU get one CPU between them), off "
+                        "where it does not (gVisor); setup.json says which")
+    m.add_argument("--deadline-s", type=float, default=None, metavar="S",
+                   help="start no run that would end more than S seconds after this command "
+                        "began (its --time plus %.0f s for its readings, catch-up and "
+                        "import); the runs left out are named in skipped.json (a lent "
+                        "machine's call has a hard limit)" % RUN_ALLOWANCE_S)
     m.set_defaults(func=cmd_measure)
     r = sub.add_parser("report")
     r.add_argument("--out", required=True)

@@ -44,8 +44,34 @@ def _import_importers():
     return import_binlog
 
 
+# A machine without MariaDB installed (a lent machine, traces/record/lag_check_device.sh) runs
+# the servers from a bundle: COMMITSCHED_TOOLS_DIR is the only folder the tools are looked up in
+# (nothing from the system, so a dry run here proves the bundle complete), and
+# COMMITSCHED_DATADIR_TEMPLATE a datadir made by mariadb-install-db, copied instead of running it
+# (the script needs the server's whole share folder).
+# COMMITSCHED_SERVER_USER the OS user the servers run as (a lent machine has no `mysql` user).
+TOOLS_DIR_ENV, TEMPLATE_ENV = "COMMITSCHED_TOOLS_DIR", "COMMITSCHED_DATADIR_TEMPLATE"
+SERVER_USER_ENV = "COMMITSCHED_SERVER_USER"
+# COMMITSCHED_SERVER_SHARE the server's messages (english/errmsg.sys) and charsets/ where the
+# server's compiled-in /usr/share/mariadb does not exist (a bundle).
+SHARE_ENV = "COMMITSCHED_SERVER_SHARE"
+
+
+def share_args() -> list[str]:
+    """mariadbd's options for a bundled share folder (none without COMMITSCHED_SERVER_SHARE)."""
+    share = os.environ.get(SHARE_ENV)
+    return ([f"--lc-messages-dir={share}", f"--character-sets-dir={share}/charsets"]
+            if share else [])
+
+
 def which(*names: str) -> str | None:
+    only = os.environ.get(TOOLS_DIR_ENV)
     for n in names:
+        if only:
+            p = os.path.join(only, n)
+            if os.path.isfile(p) and os.access(p, os.X_OK):
+                return p
+            continue
         p = shutil.which(n) or (os.path.exists(f"/usr/sbin/{n}") and f"/usr/sbin/{n}") or None
         if p:
             return p
@@ -65,15 +91,53 @@ TOOLS = {
 
 def find_tools() -> dict[str, str]:
     found, missing = {}, []
+    template = os.environ.get(TEMPLATE_ENV)
+    if template and not os.path.isdir(os.path.join(template, "mysql")):
+        raise SystemExit(f"record: {TEMPLATE_ENV}={template}: not a datadir made by "
+                         "mariadb-install-db (no mysql/ folder in it)")
     for role, names in TOOLS.items():
+        if role == "install_db" and template:
+            found[role] = None                   # CalibServer.install copies the template
+            continue
         p = which(*names)
         if p is None:
             missing.append("/".join(names))
         found[role] = p
     if missing:
+        where = os.environ.get(TOOLS_DIR_ENV)
         raise SystemExit("record: missing " + ", ".join(missing) +
-                         "\n  install them with: apt-get update && apt-get install -y mariadb-server sysbench")
+                         (f" in {TOOLS_DIR_ENV}={where}" if where else
+                          "\n  install them with: apt-get update && apt-get install -y "
+                          "mariadb-server sysbench"))
     return found
+
+
+def server_user() -> str | None:
+    """The OS user the servers run as: COMMITSCHED_SERVER_USER (a lent machine has no `mysql`
+    user; `root` there), else `mysql` when this process is root, else this process's user."""
+    return os.environ.get(SERVER_USER_ENV) or ("mysql" if os.geteuid() == 0 else None)
+
+
+def install_datadir(tools: dict, datadir: str, args: list[str]) -> subprocess.CompletedProcess:
+    """A fresh datadir: mariadb-install-db with `args`, or a copy of COMMITSCHED_DATADIR_TEMPLATE
+    (find_tools has checked it) owned by the server's user. The result's returncode and stdout
+    say how it went, as install_db's do."""
+    template = os.environ.get(TEMPLATE_ENV)
+    if not template:
+        return subprocess.run([tools["install_db"], "--no-defaults", f"--datadir={datadir}",
+                               "--auth-root-authentication-method=normal", "--skip-test-db",
+                               *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        shutil.copytree(template, datadir, symlinks=True, dirs_exist_ok=True)
+    except OSError as e:
+        return subprocess.CompletedProcess([], 1, f"copying {template}: {e}\n")
+    user = server_user()
+    if user:
+        r = subprocess.run(["chown", "-R", f"{user}:{user}", datadir], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            return subprocess.CompletedProcess([], 1, r.stdout + r.stderr)
+    return subprocess.CompletedProcess([], 0, "")
 
 
 def private_tmpdir(workdir: str, user: str | None) -> str:
@@ -113,7 +177,7 @@ class Server:
         self.datadir = os.path.join(workdir, "data")
         self.sock = os.path.join(workdir, "mysqld.sock")
         self.proc: subprocess.Popen | None = None
-        self.user = "mysql" if os.geteuid() == 0 else None
+        self.user = server_user()
 
     def start(self) -> None:
         os.makedirs(self.datadir, exist_ok=True)
@@ -123,14 +187,11 @@ class Server:
             shutil.chown(self.datadir, self.user, self.user)
             owner = [f"--user={self.user}"]
         tmp = f"--tmpdir={private_tmpdir(self.workdir, self.user)}"
-        r = subprocess.run([self.tools["install_db"], "--no-defaults", f"--datadir={self.datadir}",
-                            "--auth-root-authentication-method=normal", "--skip-test-db", *owner,
-                            tmp],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        r = install_datadir(self.tools, self.datadir, [*owner, tmp])
         if r.returncode != 0:
             hint = (f"\n  (the server runs as '{self.user}': every parent of {self.workdir} must "
                     "be reachable by that user)" if self.user else "")
-            raise SystemExit(f"record: {os.path.basename(self.tools['install_db'])} failed:\n"
+            raise SystemExit(f"record: {os.path.basename(self.tools['install_db'] or 'the datadir')} failed:\n"
                              + r.stdout[-1500:] + hint)
         args = [self.tools["server"], "--no-defaults", f"--datadir={self.datadir}",
                 f"--socket={self.sock}", f"--port={self.port}", "--bind-address=127.0.0.1",
