@@ -363,7 +363,9 @@ class Rig:
               f"START SLAVE")
         self.wait_caught_up(600)
         self.version = P.sql("SELECT VERSION()")[0][0]
+        settled = settle_disk(R.workdir)
         return {"version": self.version, "primary_settings": p_set, "replica_settings": r_set,
+                "disk_settled": settled,
                 "replica_cpu_percent_of_one_core": self.cpu_percent,
                 "replica_io_thread_cpu": PRIMARY_CPU,
                 "replica_perf_schema": "threads only" if self.lean_perf_schema else "on",
@@ -632,6 +634,20 @@ def new_rig(prefix: str, workdir: str | None, port: int, **settings) -> "Rig":
 # this much free for each run it starts (a lent machine's call ends at its limit, and with it
 # every run that has not been written).
 RUN_ALLOWANCE_S = 30.0
+
+
+def settle_disk(directory: str) -> dict:
+    """Every dirty page written out before the first run (a setup leaves hundreds of MB in the
+    page cache: two datadirs, the tables, on a lent machine the unpacked bundle, which the
+    kernel writes back ~30 s later, inside the first run), and the fsync probe after it, as the
+    runs read it. A precaution, not a measured cure: the Q16 rehearsal's first attempt
+    calibrated on a window whose disk was slow (calibrate's fsync probe 3.8 ms, the rig's 0.155
+    ms six seconds before), but the bundle's unpacking and two datadir copies did not slow the
+    fsync probe in the 50 s after them (00:58 UTC, medians 0.10-0.22 ms)."""
+    t = time.monotonic()
+    os.sync()
+    took = time.monotonic() - t
+    return {"sync_s": round(took, 3), "fsync_probe_ms": fsync_probe(directory, n=30)}
 
 
 def fits_deadline(run: dict, began: float, deadline_s: float, now: float | None = None) -> bool:

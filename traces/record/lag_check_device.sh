@@ -17,7 +17,7 @@ WORK=${LAGCHECK_WORK:-$(pwd)/.dev16/lagcheck-run}
 PY=${LAGCHECK_PYTHON:-python3}
 # the rig starts no run that would end later than this (s); what is left of the call's limit
 # packs and sends the results (a call is killed at its limit, and every run with it)
-DEADLINE=${LAGCHECK_DEADLINE_S:-500}
+DEADLINE=${LAGCHECK_DEADLINE_S:-530}
 BUNDLE=.dev16/lagcheck.tar.xz
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/log.txt") 2>&1
@@ -42,6 +42,7 @@ done
 $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$WORK/site" \
   "$B"/wheels/*.whl || die "pip install of the bundle's wheels failed"
 mkdir -p "$WORK/pkg" && ln -s "$(pwd)/model" "$WORK/pkg/commitsched"
+sync    # the unpacked bundle on the disk now, not in the first run (the rig syncs again after setup)
 export PYTHONPATH="$WORK/site:$WORK/pkg" PYTHONUNBUFFERED=1
 export COMMITSCHED_TOOLS_DIR="$WORK/tools" COMMITSCHED_DATADIR_TEMPLATE="$B/data"
 export COMMITSCHED_SERVER_USER=root COMMITSCHED_SERVER_SHARE="$B/share"

@@ -43,8 +43,11 @@ cp -r /usr/share/mysql/english /usr/share/mysql/charsets "$B/share/"
 cp /usr/share/sysbench/*.lua "$B/sysbench/"
 # a datadir made by mariadb-install-db, root's with no password (COMMITSCHED_DATADIR_TEMPLATE;
 # the servers run as root there: COMMITSCHED_SERVER_USER)
+# with the rig's redo log size (calibrate.BASE_SETTINGS), so that no server resizes it at start
+LOG_SIZE=$("$PY" -c "import sys; sys.path.insert(0, 'traces/record'); \
+from calibrate import BASE_SETTINGS; print(BASE_SETTINGS['innodb_log_file_size'])")
 mariadb-install-db --no-defaults --datadir="$B/data" --auth-root-authentication-method=normal \
-  --skip-test-db --user=root >"$STAGE/install.log" 2>&1 \
+  --skip-test-db --user=root --innodb-log-file-size="$LOG_SIZE" >"$STAGE/install.log" 2>&1 \
   || { cat "$STAGE/install.log"; die "mariadb-install-db failed"; }
 # commitsched's dependencies for CPython $PYVER (numpy and scipy are on the machine), at the
 # versions this checkout's venv has; the Rust extensions as abi3 wheels
