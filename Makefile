@@ -52,15 +52,15 @@ help:
 	@echo "make lag-check-c  campaign C of the real check: no CPU quota, the replica writing its own"
 	@echo "                binlog, a relaxed primary (~25 min); lag-check-c-report: its table, refitted (report.md)"
 	@echo "make lag-check-d  campaign D: C's rig after calibrate's change, new data (~20 min"
-	@echo "                under MEASURE); lag-check-d-report: its table in docs/lag-check.md"
+	@echo "                under MEASURE); lag-check-d-report: its table in docs/lag-check/campaign-d.md"
 	@echo "make lag-check-e  campaign E (issue 27, pre-registered): top-speed, drain and single-client"
-	@echo "                runs (~25 min under MEASURE); lag-check-e-report: its table in docs/lag-check.md (~3 min)"
+	@echo "                runs (~25 min under MEASURE); lag-check-e-report: its table in docs/lag-check/campaign-e.md (~3 min)"
 	@echo "make lag-check-f  campaign F: E repeated on a quiet machine (~25 min under MEASURE);"
-	@echo "                lag-check-f-report: its table in docs/lag-check.md"
+	@echo "                lag-check-f-report: its table in docs/lag-check/campaign-f.md"
 	@echo "make lag-check-h  campaign H: F's drain group commits read, W=4 and serial repeated (~12 min)"
 	@echo "make lag-check-i  campaign I (pre-registered): F's runs, calibrated on the median of three"
 	@echo "                serial windows spread over the campaign (~20 min under MEASURE);"
-	@echo "                lag-check-i-report: its table and the ranges' coverage in docs/lag-check.md"
+	@echo "                lag-check-i-report: its table and the ranges' coverage in docs/lag-check/campaign-i.md"
 	@echo "make lag-check-j  campaign J (pre-registered): campaign I again on the model with redo_write_shared and disk_hold"
 	@echo "make lag-check-k  campaign K (pre-registered): campaign J again with calibrate's disk probes taken in its stop"
 	@echo "make lag-check-l  campaign L (pre-registered): campaign K again with the disk's sustained write rate as a rate limit"
@@ -78,7 +78,7 @@ help:
 	@echo "make host-pace  the host loop beside the replica's apply pace, and PACE_ELASTICITY fitted (seconds)"
 	@echo "make lag-noise-floor  the lag-check rig's noise floor: each campaign's repeats predicted from each other"
 	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
-	@echo "                retro-check, not a fair test) into docs/lag-check.md"
+	@echo "                retro-check, not a fair test) into docs/lag-check/campaign-f.md"
 	@echo "make lag-check-groups  a campaign's group commits, measured (status counters) and modelled"
 	@echo "make ktrace     durable drains under perf on lag_check's rig, and without it (root; ~4 min"
 	@echo "                under MEASURE); ktrace-report: each drain's kernel timeline, the model beside"
@@ -89,7 +89,7 @@ help:
 	@echo "make hold-share every stored overlap probe read as disk_hold (µs) and as disk_hold_share (~10 s)"
 	@echo "make probe-cores calibrate's O_DIRECT write probe on a busy core and on a free one (~10 s under MEASURE)"
 	@echo "make lag-check-g  campaign G: the replica on an IOPS-capped disk (root: cgroup v1 blkio;"
-	@echo "                ~20 min under MEASURE); lag-check-g-report: its table in docs/lag-check.md"
+	@echo "                ~20 min under MEASURE); lag-check-g-report: its table in docs/lag-check/campaign-g.md"
 	@echo "make record WORKLOAD=oltp_read_write_t8|all   re-record bundled traces (MariaDB + sysbench)"
 	@echo "make galera-measure  measure a 3-node Galera cluster's sustained throughput, 12 configurations"
 	@echo "                (~50 min, in 3 pieces; MEASURE=CMD wraps each piece, e.g. a lock that keeps the machine quiet)"
@@ -291,7 +291,7 @@ lag-check: python-deps
 lag-check-report: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK)
 
-# Campaign C of the real check (docs/lag-check.md, the one the doc presents): the replica on CPU 1 with
+# Campaign C of the real check (docs/lag-check/campaign-c.md, the one the doc presents): the replica on CPU 1 with
 # no CPU quota, writing its own binlog (log_slave_updates=ON), the primary relaxed so that it
 # writes faster; stop-and-drain runs at 600/s with a 30 s stop and runs at the source's top
 # speed (~25 min on an idle 2-core host). lag-check-c-report refits and redoes its table (~10 min)
@@ -308,7 +308,7 @@ lag-check-c-report: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_C) --log-file-buffered off \
 		--log-write-ms 0.1097
 
-# Campaign D of the real check (docs/lag-check.md): campaign C's rig, new data after calibrate's
+# Campaign D of the real check (docs/lag-check/campaign-d.md): campaign C's rig, new data after calibrate's
 # change (the applier threads' CPU time, the flush fitted to the pace): stop-and-drain runs at
 # 800/s with a 15 s stop, runs at the source's top speed; one piece of about 20 minutes under
 # MEASURE (this VM: /work/bin/measure). lag-check-d-report refits and redoes its table.
@@ -321,17 +321,18 @@ lag-check-d: python-deps
 	$(MAKE) lag-check-d-report
 
 lag-check-d-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_D) --doc docs/lag-check.md
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_D) --doc docs/lag-check/campaign-d.md
 
 # Campaigns E to I share their rig (F's): the replica writing its own binlog, a relaxed primary,
 # the runs listed in the campaign's runs.txt; each report writes its table between the
-# campaign's markers in docs/lag-check.md.
+# campaign's markers in its doc ($(3): docs/lag-check/campaign-x.md, the latest campaign's
+# docs/lag-check.md).
 lag_check_measure = $(MEASURE) $(PY) traces/record/lag_check.py measure --out $(1) \
 	--replica-binlog --primary-durability relaxed --port $(2) --runs "$(shell cat $(1)/runs.txt)"
-lag_check_report = $(PY) traces/record/lag_check.py report --out $(1) --doc docs/lag-check.md \
+lag_check_report = $(PY) traces/record/lag_check.py report --out $(1) --doc $(3) \
 	--doc-marker $(2)
 
-# Campaign E (issue 27, docs/lag-check.md): D's rig after calibrate probes the commit's CPU per write
+# Campaign E (issue 27, docs/lag-check/campaign-e.md): D's rig after calibrate probes the commit's CPU per write
 # and sync; pre-registered (traces/calibration/lag_check_e/preregistered.json) before it was
 # measured. Runs at the source's top speed (30 s: the replicas slower than it lag for seconds),
 # stop-and-drain runs at 800/s (15 s stop) and at the top speed, single-client runs, the
@@ -344,9 +345,9 @@ lag-check-e: python-deps
 	$(MAKE) lag-check-e-report
 
 lag-check-e-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_E),lag-check-e)
+	$(call lag_check_report,$(LAG_CHECK_E),lag-check-e,docs/lag-check/campaign-e.md)
 
-# Campaign F (issue 27, docs/lag-check.md): campaign E's rig and runs repeated unchanged on a quiet
+# Campaign F (issue 27, docs/lag-check/campaign-f.md): campaign E's rig and runs repeated unchanged on a quiet
 # machine (no other job running), pre-registered in its folder before it was measured: a test of
 # whether E's durable misses were the machine's noise (~25 minutes under MEASURE).
 LAG_CHECK_F = traces/calibration/lag_check_f
@@ -356,9 +357,9 @@ lag-check-f: python-deps
 	$(MAKE) lag-check-f-report
 
 lag-check-f-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_F),lag-check-f)
+	$(call lag_check_report,$(LAG_CHECK_F),lag-check-f,docs/lag-check/campaign-f.md)
 
-# Campaign H (issue 27, docs/lag-check.md): after F, the drain's own group commits (the replica's status
+# Campaign H (issue 27, docs/lag-check/campaign-h.md): after F, the drain's own group commits (the replica's status
 # counters read at each drain's start and end) and the W=4 and serial configurations repeated,
 # with F's model unchanged; pre-registered in its folder before it was measured (~12 minutes
 # under MEASURE). lag-check-h-report: calibrate on the first run, predict the others (~2 min).
@@ -369,10 +370,10 @@ lag-check-h: python-deps
 	$(MAKE) lag-check-h-report
 
 lag-check-h-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_H),lag-check-h)
+	$(call lag_check_report,$(LAG_CHECK_H),lag-check-h,docs/lag-check/campaign-h.md)
 	$(PY) traces/record/lag_groups.py $(LAG_CHECK_H) > $(LAG_CHECK_H)/groups.md
 
-# The drain's own timeline (issue 27, docs/lag-check.md "The drain's own timeline (perf)"): closed
+# The drain's own timeline (issue 27, docs/lag-check/drain-timeline-perf.md): closed
 # drains (durable serial, conservative W=2 and W=4, optimistic W=4) under perf on lag_check's rig,
 # and the same drains without perf (its overhead); root, ~4 minutes under MEASURE. ktrace-report:
 # each timeline in pieces and the same backlogs through the model (~6 minutes).
@@ -408,7 +409,7 @@ disk-hold-drains: python-deps
 	$(MEASURE) sh -c '$(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 > $(DISK_HOLD_DRAINS)/probe-before.json && $(PY) traces/record/ktrace.py measure --out $(DISK_HOLD_DRAINS) --port $(KTRACE_PORT) --runs $(DISK_HOLD_RUNS) && $(PY) traces/record/ktrace.py overlap-probe /tmp --seconds 0.5 --rounds 5 > $(DISK_HOLD_DRAINS)/probe-after.json'
 	$(PY) traces/record/disk_hold_drains.py $(DISK_HOLD_DRAINS) $(KTRACE)/profile-serial-io.json
 
-# Why the relaxed parallel drains are slow in the model (docs/lag-check.md): an ablation over
+# Why the relaxed parallel drains are slow in the model (docs/lag-check/relaxed-drains-model.md): an ablation over
 # the stored campaigns' relaxed drains, no measuring.
 relaxed-drains: python-deps
 	$(PY) traces/record/relaxed_drains.py $(LAG_CHECK_J) $(LAG_CHECK_I)
@@ -425,7 +426,7 @@ ktrace-report: python-deps
 		--profile "H, serial drain's I/O=$(KTRACE)/profile-serial-io.json" \
 		--profile "same, shared_disk off=$(KTRACE)/profile-serial-io-no-shared-disk.json"
 
-# Campaigns I to O (issue 27, docs/lag-check.md): F's rig and runs, calibrated on the
+# Campaigns I to P (issue 27, docs/lag-check/campaign-x.md; P in docs/lag-check.md): F's rig and runs, calibrated on the
 # calibrating configuration's three repeats (start, middle, end of the campaign), each window
 # fitted on its own, the profile their median and lag's ranges their spread; each campaign
 # pre-registered in its folder (preregistered.json) before it was measured, with one change:
@@ -433,8 +434,8 @@ ktrace-report: python-deps
 # disk probes in the SQL thread's stop; L the sustained write rate as a rate limit; M the hold
 # as a share of each sync; N the probes on the replica's CPU; O is N again, unchanged.
 # lag-check-X: ~20 minutes under MEASURE, then lag-check-X-report (a few minutes): fit,
-# predict the other runs with their ranges, the table into docs/lag-check.md between its
-# lag-check-x markers.
+# predict the other runs with their ranges, the table into the campaign's doc ($(4)) between
+# its lag-check-x markers.
 define lag_check_campaign
 LAG_CHECK_$(1) = traces/calibration/lag_check_$(2)
 LAG_CHECK_$(1)_PORT ?= $(3)
@@ -444,16 +445,16 @@ lag-check-$(2): python-deps
 	$$(MAKE) lag-check-$(2)-report
 
 lag-check-$(2)-report: python-deps
-	$$(call lag_check_report,$$(LAG_CHECK_$(1)),lag-check-$(2))
+	$$(call lag_check_report,$$(LAG_CHECK_$(1)),lag-check-$(2),$(4))
 endef
-$(eval $(call lag_check_campaign,I,i,4011))
-$(eval $(call lag_check_campaign,J,j,4191))
-$(eval $(call lag_check_campaign,K,k,4211))
-$(eval $(call lag_check_campaign,L,l,4231))
-$(eval $(call lag_check_campaign,M,m,4241))
-$(eval $(call lag_check_campaign,N,n,4251))
-$(eval $(call lag_check_campaign,O,o,4261))
-$(eval $(call lag_check_campaign,P,p,4281))
+$(eval $(call lag_check_campaign,I,i,4011,docs/lag-check/campaign-i.md))
+$(eval $(call lag_check_campaign,J,j,4191,docs/lag-check/campaign-j.md))
+$(eval $(call lag_check_campaign,K,k,4211,docs/lag-check/campaign-k.md))
+$(eval $(call lag_check_campaign,L,l,4231,docs/lag-check/campaign-l.md))
+$(eval $(call lag_check_campaign,M,m,4241,docs/lag-check/campaign-m.md))
+$(eval $(call lag_check_campaign,N,n,4251,docs/lag-check/campaign-n.md))
+$(eval $(call lag_check_campaign,O,o,4261,docs/lag-check/campaign-o.md))
+$(eval $(call lag_check_campaign,P,p,4281,docs/lag-check.md))
 
 # Campaign P without the host's pace (an ablation beside its registered table, ~3 min)
 lag-check-p-no-host-pace: python-deps
@@ -498,7 +499,7 @@ lag-check-q16-vm-report: python-deps
 	$(call lag_check_report,$(LAG_CHECK_Q16_VM),lag-check-q16-vm)
 
 # The rig's noise floor: each campaign's unchanged repeats predicted from each other (what a
-# perfect model would score on this host; docs/lag-check.md; seconds)
+# perfect model would score on this host; docs/lag-check.md, "The rig's noise floor"; seconds)
 lag-noise-floor: python-deps
 	$(PY) traces/record/lag_noise_floor.py
 
@@ -513,16 +514,16 @@ host-pace: python-deps
 lag-check-f-median3: python-deps
 	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_F) --to $(LAG_CHECK_F)/median3 \
 		--calibrate-on durable-serial-1_800x40_stop5_15,durable-serial-1_800x40_stop5_15_r2,durable-serial-1_800x40_stop5_15_r3 \
-		--doc docs/lag-check.md --doc-marker lag-check-f-median3
+		--doc docs/lag-check/campaign-f.md --doc-marker lag-check-f-median3
 
 # The replica's group commit in a lag-check campaign, measured (its status counters at each
 # run's end: binlog commits per group commit, InnoDB data fsyncs per commit) beside the model's
-# closed-backlog groups (docs/lag-check.md, "What F's counters say"); ~1 min.
+# closed-backlog groups (docs/lag-check/campaign-f.md, "What F's counters say"); ~1 min.
 LAG_GROUPS ?= $(LAG_CHECK_F)
 lag-check-groups: python-deps
 	$(PY) traces/record/lag_groups.py $(LAG_GROUPS)
 
-# Campaign G (issue 27, docs/lag-check.md): the replica's disk capped at 1000 write IOs a second (a
+# Campaign G (issue 27, docs/lag-check/campaign-g.md): the replica's disk capped at 1000 write IOs a second (a
 # cloud volume; cgroup v1 blkio throttling, so root), pre-registered in its folder before it
 # was measured (~20 minutes under MEASURE).
 LAG_CHECK_G = traces/calibration/lag_check_g
@@ -535,7 +536,7 @@ lag-check-g: python-deps
 	$(MAKE) lag-check-g-report
 
 lag-check-g-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_G) --doc docs/lag-check.md \
+	$(PY) traces/record/lag_check.py report --out $(LAG_CHECK_G) --doc docs/lag-check/campaign-g.md \
 		--doc-marker lag-check-g
 
 # Campaign D's runs refitted with the commit's CPU probed (the probe taken after D, on the same
@@ -556,7 +557,7 @@ record:
 # gives the measurement the machine alone (this project's VM: /work/bin/measure), if any.
 GALERA_OUT ?= traces/calibration/galera
 MEASURE ?=
-# Issue 27 (docs/lag-check.md, "The relaxed commit's redo writes"): perf's tracepoints on a live
+# Issue 27 (docs/lag-check/relaxed-redo-writes.md): perf's tracepoints on a live
 # replica's drains, relaxed serial and W=1/2/4/8 and durable serial, the redo log's pwrites and
 # device writes per transaction, ib_logfile0's open flags, the O_DIRECT probes just before each
 # (root; ~4 minutes under MEASURE=/work/bin/measure), then the probe old and new side by side.

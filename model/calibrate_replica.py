@@ -480,8 +480,9 @@ class _OverlapRounds:
 # The disk probes (Window.probes_at's kinds) and where a round runs: "before" / "after" the
 # window while the replica applies (no --probe: read-only), or in --probe's "stop" (the SQL
 # thread stopped: the disk without the replica's own syncs and writes on top, which is the disk
-# its commits have to themselves; campaign J, docs/lag-check.md). "overran": a round begun in
-# the stop that ended after the restart, its reading dropped and taken again after the window.
+# its commits have to themselves; campaign J, docs/lag-check/campaign-j.md). "overran": a round
+# begun in the stop that ended after the restart, its reading dropped and taken again after the
+# window.
 PROBE_KINDS = ("fsync", "direct_write", "overlap", "io_cpu", "sustained")
 PROBE_PLACES = ("before", "stop", "after", "overran")
 # the worker thread that runs the stop's rounds

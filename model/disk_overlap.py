@@ -12,8 +12,8 @@ simcore.Disk, fed the same two loops at their alone durations, slows them as muc
 measured: the probe read through the arithmetic the engines use, so the profile's term means
 what the probe saw. `share_from` finds the same as a share of each sync (`disk_hold_share`),
 the figure `calibrate` fits: the probe's syncs are longer than the replica's own, and the
-share carries from one to the other where the µs do not (docs/lag-check.md, "The hold as a
-share").
+share carries from one to the other where the µs do not (docs/lag-check/hold-as-share.md, "The hold
+as a share").
 
 Measured on the 2-core VM (docs/calibration.md, "The disk's serial part"). ktrace.py's
 `overlap-probe` and `commitsched calibrate` both call `probe`.

@@ -106,7 +106,7 @@ class Profile:
     # place of `disk_hold` when set. What `calibrate` fits: the overlap probe's syncs are not
     # the replica's (on the 2-core VM 1.5-2.5x the fitted ones, the ratio moving with the
     # disk's mood), and the share they hold stayed put (0.60-0.67 over three campaigns) where
-    # the µs moved 144-205 (docs/lag-check.md, "The hold as a share").
+    # the µs moved 144-205 (docs/lag-check/hold-as-share.md).
     disk_hold_share: float | None = None
     # `disk_write_iops`: the device's write rate limit, writes a second (a cgroup's blkio throttle,
     # a cloud disk's IOPS cap, a host disk's sustained rate): every flush the MariaDB applier
@@ -149,10 +149,10 @@ class Profile:
     # commit (innodb_flush_log_at_trx_commit=2). InnoDB writes everything it has logged, so with
     # another worker's transaction in flight the next prepare's write covers the group's
     # records: the members wait for a write but none is issued for them (no device write, no
-    # CPU). Measured on the 2-core VM (traces/record/redo_writes.py, docs/lag-check.md "The
-    # relaxed commit's redo writes"): 2.0 device writes a transaction serial, 1.0-1.04 at W=4
-    # where the binlog groups alone would add 0.6-0.75. Set by `with_durability`; the MariaDB
-    # applier uses it with more than one worker (applier_mariadb).
+    # CPU). Measured on the 2-core VM (traces/record/redo_writes.py,
+    # docs/lag-check/relaxed-redo-writes.md): 2.0 device writes a transaction serial, 1.0-1.04
+    # at W=4 where the binlog groups alone would add 0.6-0.75. Set by `with_durability`; the
+    # MariaDB applier uses it with more than one worker (applier_mariadb).
     redo_write_shared: bool = False
     # `per_core_queues`: with cores modelled, each core has its own run queue, as Linux keeps
     # them (simcore.CpuPool): a thread that finds every core busy waits on the core that woke it
@@ -243,9 +243,9 @@ class Profile:
         # twice: at prepare (the commit step) and for the commit record after the binlog's group
         # commit (innodb_flush_log_at_trx_commit=2 writes at both; a durable replica syncs at
         # prepare only). Campaign G's capped disk counted 2.0 device writes a relaxed serial
-        # transaction, perf 2.0 serial and 1.0 at W=4 (docs/lag-check.md): with more than one
-        # worker the second rides on the next prepare's write (`redo_write_shared`);
-        # `group_sync` drops it without a binlog.
+        # transaction, perf 2.0 serial and 1.0 at W=4 (docs/lag-check/relaxed-redo-writes.md):
+        # with more than one worker the second rides on the next prepare's write
+        # (`redo_write_shared`); `group_sync` drops it without a binlog.
         band = tuple(self.bands.get("relaxed", self.band))
         write_cpu = min(self.log_write_cpu, self.log_write)
         grouped = self.commit_grouped and self.log_write > 0

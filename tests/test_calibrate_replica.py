@@ -400,7 +400,7 @@ def test_a_file_system_refusing_o_direct_leaves_nothing_behind(tmp_path, monkeyp
 
 
 # ---------------------------------------------------------------- a relaxed commit's redo writes
-# Measured (traces/record/redo_writes.py, docs/lag-check.md "The relaxed commit's redo writes"):
+# Measured (traces/record/redo_writes.py, docs/lag-check/relaxed-redo-writes.md):
 # a relaxed replica with its binlog and an O_DIRECT redo log makes 2.0 device writes a serial
 # transaction (prepare, then the commit records after the binlog's group commit), 1.0-1.05 at
 # W=4: InnoDB writes its log one write at a time, each covering every record logged before it.

@@ -3,7 +3,8 @@ and figures, written to a build folder (default build/docs; nothing generated is
 
     python -m commitsched.report.docs_site -o build/docs [--quick] [--quiet]
 
-Pages: every docs/*.md (index.md is the home page); "schedulers" with each scheduler drawn on
+Pages: every docs/*.md (index.md is the home page) and docs/*/*.md (a folder's pages in the same
+folder, e.g. lag-check/); "schedulers" with each scheduler drawn on
 the worked examples traces/examples/semantics_*; "bugs" with every catalogue bug's counterexample
 (TLC's build/tlc/<model>.cex.json when present, else found with the Python model); the report of
 every bundled trace (traces/examples, traces/recorded). In a markdown page, a line
@@ -60,14 +61,25 @@ def page(title: str, body: str, depth: int = 0) -> str:
             f"(commitsched.report.docs_site).</p></body></html>\n")
 
 
-def _rewrite(url: str) -> str:
-    """Links between pages: foo.md -> foo.html; links into the repository stay as they are."""
+DOCS = os.path.join(ROOT, "docs")
+
+
+def _rewrite(url: str, here: str = "") -> str:
+    """Links between pages: foo.md -> foo.html, and so a link to a page in a folder of docs/
+    (lag-check/x.md, or ../lag.md from there; `here` is the linking page's folder under docs/);
+    links into the repository stay as they are."""
     if url.startswith(("http:", "https:", "#", "mailto:")):
         return url
     base, _, frag = url.partition("#")
-    if base.endswith(".md") and "/" not in base:
+    if base.endswith(".md") and ("/" not in base or _is_page(os.path.join(DOCS, here, base))):
         base = base[:-3] + ".html"
     return base + (f"#{frag}" if frag else "")
+
+
+def _is_page(path: str) -> bool:
+    """A markdown file the site renders: docs/*.md or docs/*/*.md."""
+    rel = os.path.relpath(os.path.normpath(path), DOCS)
+    return not rel.startswith("..") and rel.count(os.sep) <= 1 and os.path.isfile(path)
 
 
 def scheduler_figures(trace_path: str, schedulers: list[str], workers: int = 4) -> str:
@@ -101,14 +113,16 @@ def scheduler_figures(trace_path: str, schedulers: list[str], workers: int = 4) 
 
 def markdown_page(md_path: str) -> tuple[str, str]:
     text = open(md_path, encoding="utf-8").read()
+    here = os.path.relpath(os.path.dirname(os.path.abspath(md_path)), DOCS)
+    rewrite = lambda url: _rewrite(url, "" if here == "." else here)  # noqa: E731
     title = next((m.group(1) for m in re.finditer(r"^#\s+(.*)$", text, re.M)), os.path.basename(md_path))
     chunks, pos = [], 0
     for m in PLACEHOLDER.finditer(text):
-        chunks.append(to_html(text[pos:m.start()], _rewrite))
+        chunks.append(to_html(text[pos:m.start()], rewrite))
         trace = os.path.join(ROOT, m.group(1))
         chunks.append(scheduler_figures(trace, m.group(2).split()))
         pos = m.end()
-    chunks.append(to_html(text[pos:], _rewrite))
+    chunks.append(to_html(text[pos:], rewrite))
     return title, "\n".join(chunks)
 
 
@@ -284,10 +298,12 @@ def build(out_dir: str, *, quick: bool = False, tlc_dir: str | None = None,
         write_text_atomic(os.path.join(tmp, name), html)
         written.append(name)
 
-    for md in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
-        progress(f"page {os.path.basename(md)}")
+    pages = glob.glob(os.path.join(DOCS, "*.md")) + glob.glob(os.path.join(DOCS, "*", "*.md"))
+    for md in sorted(pages):
+        name = os.path.relpath(md, DOCS)
+        progress(f"page {name}")
         title, body = markdown_page(md)
-        put(os.path.basename(md)[:-3] + ".html", page(title, body))
+        put(name[:-3] + ".html", page(title, body, depth=name.count(os.sep)))
     put("bugs.html", page("Bug catalogue", bugs_page(tlc_dir, tmp, progress)))
     traces = bundled_traces()
     if quick:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""ktrace drains through the model with and without the probed `disk_hold` (docs/lag-check.md,
-"The drain's own timeline (perf)", the what-if after it).
+"""ktrace drains through the model with and without the probed `disk_hold`
+(docs/lag-check/drain-timeline-perf.md, the what-if after the timeline).
 
     python traces/record/disk_hold_drains.py DIR PROFILE.json
 

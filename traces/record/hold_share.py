@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every stored overlap probe read two ways: the µs a sync holds the disk (`disk_hold`,
 disk_overlap.hold_of) and the share of a sync it holds (`disk_hold_share`, share_of), beside
-the probe's own sync lengths (docs/lag-check.md, "The hold as a share").
+the probe's own sync lengths (docs/lag-check/hold-as-share.md).
 
     python traces/record/hold_share.py [ROOT]
 

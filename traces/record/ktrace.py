@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A kernel timeline of one replica drain (docs/lag-check.md, "The drain's own timeline (perf)").
+"""A kernel timeline of one replica drain (docs/lag-check/drain-timeline-perf.md).
 
     python traces/record/ktrace.py measure --out DIR [--runs durable-conservative-4,...]
     python traces/record/ktrace.py report DIR [--profile [LABEL=]PROFILE.json ...] [--to DIR]

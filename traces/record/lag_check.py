@@ -1084,7 +1084,7 @@ def _summary(held: list[dict], material: float) -> dict:
                     and r["measured"]["drain_s"] is not None)
         # a drain said never to end that did end is the largest miss there is: it counts, as an
         # error above every other (before 2026-11-27 evening it was left out: see
-        # docs/lag-check.md, "Drains said never")
+        # docs/lag-check/drains-said-never.md)
         drains += [math.inf] * never
         median = statistics.median(drains) if drains else None
         lags = [abs(_err(r[who]["max_lag_s"], r["measured"]["max_lag_s"])) for r in held

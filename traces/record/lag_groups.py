@@ -1,5 +1,5 @@
-"""Group commit on the live check's replica, measured against the model (docs/lag-check.md,
-"What F's counters say").
+"""Group commit on the live check's replica, measured against the model
+(docs/lag-check/campaign-f.md, "What F's counters say").
 
 A parallel replica commits in groups: one binlog write and sync per group
 (`MYSQL_BIN_LOG::trx_group_commit_leader`) and one redo-log write and sync for every prepare

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Why the relaxed parallel drains are slow in the model (docs/lag-check.md, the section of
-that name): each stored campaign's relaxed drains through its stored profile, one term changed
-at a time, and the model's time per transaction beside what the rig measured in the drain.
+"""Why the relaxed parallel drains are slow in the model (docs/lag-check/relaxed-drains-model.md):
+each stored campaign's relaxed drains through its stored profile, one term changed at a time,
+and the model's time per transaction beside what the rig measured in the drain.
 
     python traces/record/relaxed_drains.py [CAMPAIGN_DIR ...] [--jobs N]
 
