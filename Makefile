@@ -484,7 +484,7 @@ lag-check-device-unpack:
 	cat $(FETCHED)/campaign.tar* | tar -x -C $(dir $(DEVICE_CAMPAIGN)) $(notdir $(DEVICE_CAMPAIGN))
 	cp $(FETCHED)/log.txt $(DEVICE_CAMPAIGN)/device_log.txt
 lag-check-q16-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_Q16),lag-check-q16)
+	$(call lag_check_report,$(LAG_CHECK_Q16),lag-check-q16,docs/lag-check/lent-machine.md)
 # The rehearsal: Q16's runs on this VM through the same script and bundle, under the lent
 # machine's Python (3.12 with numpy and scipy, a venv in .dev16/py312)
 lag-check-q16-vm: python-deps
@@ -496,7 +496,7 @@ lag-check-q16-vm: python-deps
 	$(MAKE) lag-check-device-unpack FETCHED=.dev16/q16vm-out DEVICE_CAMPAIGN=$(LAG_CHECK_Q16_VM)
 	$(MAKE) lag-check-q16-vm-report
 lag-check-q16-vm-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_Q16_VM),lag-check-q16-vm)
+	$(call lag_check_report,$(LAG_CHECK_Q16_VM),lag-check-q16-vm,docs/lag-check/lent-machine.md)
 
 # The rig's noise floor: each campaign's unchanged repeats predicted from each other (what a
 # perfect model would score on this host; docs/lag-check.md, "The rig's noise floor"; seconds)

@@ -47,12 +47,14 @@ def repeats(rows: list[dict], name: str) -> list[dict]:
     return [r for r in rows if re.fullmatch(re.escape(name) + r"(_r\d+)?", r["run"])]
 
 
-def floor(folder: str) -> dict:
+def floor(folder: str, drain: str = DRAIN, top: str = TOP) -> dict:
+    """One campaign's repeats (`drain`: the calibrating drain's run name, `top`: the top-speed
+    serial run's; campaign Q16's are shorter: durable-serial-1_800x30_stop5_12, _0x20)."""
     rows = json.load(open(os.path.join(folder, "results.json")))["rows"]
-    drains = [r["measured"]["drain_s"] for r in repeats(rows, DRAIN)
+    drains = [r["measured"]["drain_s"] for r in repeats(rows, drain)
               if r["measured"].get("drain_s")]
     drain_errors = [abs(b / a - 1) for a, b in permutations(drains, 2)]
-    tops = repeats(rows, TOP)
+    tops = repeats(rows, top)
     lag_errors, verdicts = [], []
     for a, b in permutations(tops, 2):
         t = _seconds(a["run"])
