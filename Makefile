@@ -498,6 +498,17 @@ lag-check-q16-vm: python-deps
 lag-check-q16-vm-report: python-deps
 	$(call lag_check_report,$(LAG_CHECK_Q16_VM),lag-check-q16-vm,docs/lag-check/lent-machine.md)
 
+# Relaxed drains with and without arrivals (traces/calibration/relaxed_drain_arrivals/README.md:
+# a development measurement, ~6 min under MEASURE, then its report; no doc markers)
+RELAXED_DRAIN_ARRIVALS = traces/calibration/relaxed_drain_arrivals
+.PHONY: relaxed-drain-arrivals relaxed-drain-arrivals-report
+relaxed-drain-arrivals: python-deps
+	$(call lag_check_measure,$(RELAXED_DRAIN_ARRIVALS),4311)
+	gzip -9n $(RELAXED_DRAIN_ARRIVALS)/runs/*/samples.csv $(RELAXED_DRAIN_ARRIVALS)/runs/*/window.json
+	$(MAKE) relaxed-drain-arrivals-report
+relaxed-drain-arrivals-report: python-deps
+	$(PY) traces/record/lag_check.py report --out $(RELAXED_DRAIN_ARRIVALS)
+
 # The rig's noise floor: each campaign's unchanged repeats predicted from each other (what a
 # perfect model would score on this host; docs/lag-check.md, "The rig's noise floor"; seconds)
 lag-noise-floor: python-deps
