@@ -24,6 +24,9 @@ exec > >(tee -a "$OUT/log.txt") 2>&1
 say() { echo "[$(date -u +%H:%M:%S)] lag_check_device: $*"; }
 die() { say "$*"; exit 2; }
 say "start on $(hostname), $(nproc) CPUs, kernel $(uname -r), $($PY --version 2>&1)"
+# the machine, for the record: CPU model, memory, the disk under test
+say "$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null), $(grep -m1 MemTotal /proc/meminfo 2>/dev/null)"
+say "disk: $(df -hT . 2>/dev/null | tail -1)"
 [ -f "$CAMPAIGN/runs.txt" ] || die "$CAMPAIGN/runs.txt missing"
 [ -f "$BUNDLE" ] || die "$BUNDLE missing (make lag-check-device-bundle; carry it)"
 rm -rf "$WORK" && mkdir -p "$WORK" || die "cannot make $WORK"
