@@ -9,6 +9,8 @@
 # network (the other wheels, for CPython 3.12 on manylinux).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=bundle_libs.sh
+. traces/record/bundle_libs.sh
 OUTDIR=.dev16
 PY=${PY:-.venv/bin/python}
 PYVER=${DEVICE_PYTHON_VERSION:-3.12}
@@ -29,15 +31,8 @@ for t in mariadbd mariadb mariadb-admin mariadb-dump mariadb-binlog sysbench; do
   src=$(command -v "$t" || echo "/usr/sbin/$t")
   strip --strip-unneeded -o "$B/bin/$t" "$src"
 done
-# every library ldd lists but glibc's own (the lent machine has a glibc that ran this mariadbd
-# before: device16): real files under their sonames
-GLIBC='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|libutil\.so)'
-for bin in "$B"/bin/*; do
-  ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r so path; do
-    [[ $so =~ $GLIBC ]] && continue
-    [ -e "$B/lib/$so" ] || strip --strip-unneeded -o "$B/lib/$so" "$(readlink -f "$path")"
-  done
-done
+# the binaries' libraries but glibc's (bundle_libs.sh)
+bundle_libs "$B/lib" "$B"/bin/*
 # the server's messages and character sets (COMMITSCHED_SERVER_SHARE), sysbench's Lua tests
 cp -r /usr/share/mysql/english /usr/share/mysql/charsets "$B/share/"
 cp /usr/share/sysbench/*.lua "$B/sysbench/"

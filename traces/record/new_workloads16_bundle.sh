@@ -7,6 +7,8 @@
 # pymysql wheel) and ../shared/replica16/recordings/sbtest_schema.sql.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=bundle_libs.sh
+. traces/record/bundle_libs.sh
 OUTDIR=.dev16
 SCHEMA=${SCHEMA:-../shared/replica16/recordings/sbtest_schema.sql}
 STAGE=$(mktemp -d /tmp/dev16w3.XXXXXX)
@@ -24,15 +26,8 @@ SYSBENCH=$(command -v sysbench)
 # the binaries, stripped copies
 strip --strip-unneeded -o "$B/bin/mariadbd" "$MARIADBD"
 strip --strip-unneeded -o "$B/bin/sysbench" "$SYSBENCH"
-# every library ldd lists except glibc's own (the machine has a glibc; earlier leases ran
-# this mariadbd on it): real files under their sonames
-GLIBC='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|libutil\.so)'
-for bin in "$MARIADBD" "$SYSBENCH"; do
-  ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r so path; do
-    [[ $so =~ $GLIBC ]] && continue
-    [ -e "$B/lib/$so" ] || strip --strip-unneeded -o "$B/lib/$so" "$(readlink -f "$path")"
-  done
-done
+# the binaries' libraries but glibc's (bundle_libs.sh)
+bundle_libs "$B/lib" "$MARIADBD" "$SYSBENCH"
 # the server's messages and character sets (relay_replay's --share)
 cp -r /usr/share/mysql/english /usr/share/mysql/charsets "$B/share/"
 cp /usr/share/sysbench/*.lua "$B/sysbench/"
