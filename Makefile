@@ -468,7 +468,8 @@ lag-check-p-no-host-pace: python-deps
 DEVICE_CAMPAIGN ?= traces/calibration/lag_check_q16
 LAG_CHECK_Q16 = traces/calibration/lag_check_q16
 LAG_CHECK_Q16_VM = traces/calibration/lag_check_q16_vm
-PYTHON312 ?= python3.12
+# the lent machine's Python for the rehearsal: python3.12, else a pyenv 3.12 (PYTHON312=PATH)
+PYTHON312 ?= $(shell python3.12 -c '' 2>/dev/null && echo python3.12 || ls -d $(HOME)/.pyenv/versions/3.12*/bin/python 2>/dev/null | tail -1)
 .PHONY: lag-check-device-bundle device-sparse device-unsparse lag-check-device-unpack \
 	lag-check-q16-report lag-check-q16-vm lag-check-q16-vm-report
 lag-check-device-bundle: python-deps
@@ -489,6 +490,7 @@ lag-check-q16-report: python-deps
 # machine's Python (3.12 with numpy and scipy, a venv in .dev16/py312)
 lag-check-q16-vm: python-deps
 	@test -f .dev16/lagcheck.tar.xz || $(MAKE) lag-check-device-bundle
+	@test -n "$(PYTHON312)" || { echo "lag-check-q16-vm: no Python 3.12 here (the lent machine's); set PYTHON312=PATH" >&2; exit 2; }
 	@test -x .dev16/py312/bin/python || { $(PYTHON312) -m venv .dev16/py312 && .dev16/py312/bin/pip install -q numpy scipy; }
 	rm -rf .dev16/q16vm-out
 	$(MEASURE) env OUT=.dev16/q16vm-out LAGCHECK_PYTHON=.dev16/py312/bin/python \
