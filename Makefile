@@ -462,7 +462,7 @@ lag-check-p-no-host-pace: python-deps
 		--no-host-pace --doc docs/lag-check.md --doc-marker lag-check-p-no-host-pace
 
 # A lag-check campaign on a lent machine (docs/lag-check.md, "A campaign on a lent machine"): the
-# bundle it needs there (.dev16/lagcheck.tar.xz, ~17 MB; carry it), the checkout cut to ~16 MB so
+# bundle it needs there (.dev16/lagcheck.tar.xz, ~17 MB; carry it), the checkout cut to ~19 MB so
 # that it travels (device-sparse; device-unsparse undoes it), one call running
 # traces/record/lag_check_device.sh, and what it sent back unpacked into the campaign's folder.
 DEVICE_CAMPAIGN ?= traces/calibration/lag_check_q16
