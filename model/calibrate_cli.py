@@ -220,8 +220,17 @@ def summary(result, window, profile, path: str) -> str:
                      "performance-schema-instrument='transaction=ON' in the replica's my.cnf)")
     lines += [f"  note: {n}" for n in result.notes]
     lines += pace_lines(profile, window)
+    lines.append(ONE_WINDOW)
     lines.append(f"use it: commitsched lag BINLOG --profile {path} (or score, report)")
     return "\n".join(lines) + "\n"
+
+
+# A single window's profile is that window's minute: on the project's 2-core VM a window whose
+# disk was slow (fsync 3.8 ms where it read 0.16 ms seconds before) made every prediction miss
+# by 100-900%, three windows' medians by 14-15% (docs/lag-check/lent-machine.md, Q16-vm).
+ONE_WINDOW = ("  one window: the profile is this window's minute; --repeat 3 --every 20min (or "
+              "--samples of several recorded windows) keeps each term's median and gives lag "
+              "a range")
 
 
 def pace_lines(profile, window=None) -> list[str]:

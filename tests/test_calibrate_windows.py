@@ -133,6 +133,7 @@ def test_calibrate_and_lag_from_several_windows(tmp_path, capsys):
                  "-o", str(out), "--quiet"]) == 0
     text = capsys.readouterr().out
     assert "from 3 windows" in text and "slowest" in text
+    assert "one window:" not in text
     args = ["lag", str(binlog), "--profile", str(out), "--scheduler", "serial",
             "--workers", "1", "--backlog", "2s", "--quiet", "--jobs", "1"]
     assert main(args + ["--json"]) == 0
@@ -216,5 +217,6 @@ def test_one_windows_summary_shows_its_probe_rounds(tmp_path, capsys):
     assert main(["calibrate", "--samples", _write(tmp_path / "w.json", w.to_json()),
                  "--binlog", str(binlog), "--cores", "1", "-o", str(tmp_path / "p.json"),
                  "--quiet"]) == 0
-    assert "the fsync probe: 5 rounds, 0.130 to 0.860 ms, median 0.140 ms" in \
-        capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "the fsync probe: 5 rounds, 0.130 to 0.860 ms, median 0.140 ms" in text
+    assert "one window: the profile is this window's minute; --repeat 3" in text
