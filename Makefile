@@ -74,7 +74,7 @@ help:
 	@echo "                travel; lag-check-device-unpack FETCHED=DIR: a campaign the machine sent back"
 	@echo "make lag-check-q16-report  campaign Q16 (pre-registered): F's rig on a lent 16-core machine"
 	@echo "make lag-check-q16-vm  Q16's runs and rule on this VM through the lent machine's script (~9 min"
-	@echo "                under MEASURE; its rehearsal); lag-check-q16-vm-report: its table"
+	@echo "                under MEASURE; its rehearsal); lag-check-q16-vm-report: its table; lag-check-q16-vm2: again"
 	@echo "make host-pace  the host loop beside the replica's apply pace, and PACE_ELASTICITY fitted (seconds)"
 	@echo "make lag-noise-floor  the lag-check rig's noise floor: each campaign's repeats predicted from each other"
 	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
@@ -487,18 +487,29 @@ lag-check-device-unpack:
 lag-check-q16-report: python-deps
 	$(call lag_check_report,$(LAG_CHECK_Q16),lag-check-q16,docs/lag-check/lent-machine.md)
 # The rehearsal: Q16's runs on this VM through the same script and bundle, under the lent
-# machine's Python (3.12 with numpy and scipy, a venv in .dev16/py312)
-lag-check-q16-vm: python-deps
+# machine's Python (3.12 with numpy and scipy, a venv in .dev16/py312); $(1) the campaign's folder
+define q16_vm_measure
 	@test -f .dev16/lagcheck.tar.xz || $(MAKE) lag-check-device-bundle
-	@test -n "$(PYTHON312)" || { echo "lag-check-q16-vm: no Python 3.12 here (the lent machine's); set PYTHON312=PATH" >&2; exit 2; }
+	@test -n "$(PYTHON312)" || { echo "no Python 3.12 here (the lent machine's); set PYTHON312=PATH" >&2; exit 2; }
 	@test -x .dev16/py312/bin/python || { $(PYTHON312) -m venv .dev16/py312 && .dev16/py312/bin/pip install -q numpy scipy; }
 	rm -rf .dev16/q16vm-out
 	$(MEASURE) env OUT=.dev16/q16vm-out LAGCHECK_PYTHON=.dev16/py312/bin/python \
-		LAGCHECK_WORK=$(CURDIR)/.dev16/q16vm-run bash traces/record/lag_check_device.sh $(LAG_CHECK_Q16_VM)
-	$(MAKE) lag-check-device-unpack FETCHED=.dev16/q16vm-out DEVICE_CAMPAIGN=$(LAG_CHECK_Q16_VM)
+		LAGCHECK_WORK=$(CURDIR)/.dev16/q16vm-run bash traces/record/lag_check_device.sh $(1)
+	$(MAKE) lag-check-device-unpack FETCHED=.dev16/q16vm-out DEVICE_CAMPAIGN=$(1)
+endef
+LAG_CHECK_Q16_VM2 = traces/calibration/lag_check_q16_vm2
+.PHONY: lag-check-q16-vm2 lag-check-q16-vm2-report
+lag-check-q16-vm: python-deps
+	$(call q16_vm_measure,$(LAG_CHECK_Q16_VM))
 	$(MAKE) lag-check-q16-vm-report
 lag-check-q16-vm-report: python-deps
 	$(call lag_check_report,$(LAG_CHECK_Q16_VM),lag-check-q16-vm,docs/lag-check/lent-machine.md)
+# Q16-vm once more, unchanged (its second rehearsal, registered before it ran)
+lag-check-q16-vm2: python-deps
+	$(call q16_vm_measure,$(LAG_CHECK_Q16_VM2))
+	$(MAKE) lag-check-q16-vm2-report
+lag-check-q16-vm2-report: python-deps
+	$(call lag_check_report,$(LAG_CHECK_Q16_VM2),lag-check-q16-vm2,docs/lag-check/lent-machine.md)
 
 # Relaxed drains with and without arrivals (traces/calibration/relaxed_drain_arrivals/README.md:
 # a development measurement, ~6 min under MEASURE, then its report; no doc markers)
