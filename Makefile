@@ -492,7 +492,7 @@ define q16_vm_measure
 	@test -f .dev16/lagcheck.tar.xz || $(MAKE) lag-check-device-bundle
 	@test -n "$(PYTHON312)" || { echo "no Python 3.12 here (the lent machine's); set PYTHON312=PATH" >&2; exit 2; }
 	@test -x .dev16/py312/bin/python || { $(PYTHON312) -m venv .dev16/py312 && .dev16/py312/bin/pip install -q numpy scipy; }
-	rm -rf .dev16/q16vm-out
+	rm -rf .dev16/q16vm-out .dev16/q16vm-run
 	$(MEASURE) env OUT=.dev16/q16vm-out LAGCHECK_PYTHON=.dev16/py312/bin/python \
 		LAGCHECK_WORK=$(CURDIR)/.dev16/q16vm-run bash traces/record/lag_check_device.sh $(1)
 	$(MAKE) lag-check-device-unpack FETCHED=.dev16/q16vm-out DEVICE_CAMPAIGN=$(1)

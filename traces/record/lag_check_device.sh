@@ -29,7 +29,11 @@ say "$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null), $(grep -m1 MemTotal /pr
 say "disk: $(df -hT . 2>/dev/null | tail -1)"
 [ -f "$CAMPAIGN/runs.txt" ] || die "$CAMPAIGN/runs.txt missing"
 [ -f "$BUNDLE" ] || die "$BUNDLE missing (make lag-check-device-bundle; carry it)"
-rm -rf "$WORK" && mkdir -p "$WORK" || die "cannot make $WORK"
+if [ -e "$WORK" ]; then   # only the default, this script's own folder, is removed when stale
+  [ -z "${LAGCHECK_WORK:-}" ] || die "$WORK exists; remove it or set another LAGCHECK_WORK"
+  rm -rf "$WORK"
+fi
+mkdir -p "$WORK" || die "cannot make $WORK"
 $PY -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
   "$BUNDLE" "$WORK" || die "cannot unpack $BUNDLE"
 B=$WORK/lagcheck

@@ -44,17 +44,15 @@ def _import_importers():
     return import_binlog
 
 
-# A machine without MariaDB installed (a lent machine, traces/record/lag_check_device.sh) runs
-# the servers from a bundle: COMMITSCHED_TOOLS_DIR is the only folder the tools are looked up in
-# (nothing from the system, so a dry run here proves the bundle complete), and
-# COMMITSCHED_DATADIR_TEMPLATE a datadir made by mariadb-install-db, copied instead of running it
-# (the script needs the server's whole share folder).
-# COMMITSCHED_SERVER_USER the OS user the servers run as (a lent machine has no `mysql` user).
+# A machine without MariaDB installed (a lent machine: traces/record/lag_check_device.sh) runs
+# the servers from a bundle. COMMITSCHED_TOOLS_DIR: the only folder tools are looked up in
+# (nothing from the system, so a dry run here proves the bundle complete).
+# COMMITSCHED_DATADIR_TEMPLATE: a datadir made by mariadb-install-db, copied instead of running
+# it (the script needs the server's whole share folder). COMMITSCHED_SERVER_SHARE: the server's
+# messages (english/errmsg.sys) and charsets/, where its compiled-in /usr/share/mariadb is
+# missing. COMMITSCHED_SERVER_USER: the OS user the servers run as (no `mysql` user there).
 TOOLS_DIR_ENV, TEMPLATE_ENV = "COMMITSCHED_TOOLS_DIR", "COMMITSCHED_DATADIR_TEMPLATE"
-SERVER_USER_ENV = "COMMITSCHED_SERVER_USER"
-# COMMITSCHED_SERVER_SHARE the server's messages (english/errmsg.sys) and charsets/ where the
-# server's compiled-in /usr/share/mariadb does not exist (a bundle).
-SHARE_ENV = "COMMITSCHED_SERVER_SHARE"
+SHARE_ENV, SERVER_USER_ENV = "COMMITSCHED_SERVER_SHARE", "COMMITSCHED_SERVER_USER"
 
 
 def share_args() -> list[str]:
@@ -197,7 +195,7 @@ class Server:
                 f"--socket={self.sock}", f"--port={self.port}", "--bind-address=127.0.0.1",
                 f"--pid-file={os.path.join(self.workdir, 'mysqld.pid')}",
                 f"--log-error={os.path.join(self.workdir, 'error.log')}",
-                "--skip-name-resolve", *owner, tmp]
+                "--skip-name-resolve", *owner, tmp, *share_args()]
         args += [f"--{k.replace('_', '-')}={v}" for k, v in self.settings.items()]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
