@@ -522,6 +522,17 @@ relaxed-drain-arrivals: python-deps
 relaxed-drain-arrivals-report: python-deps
 	$(PY) traces/record/lag_check.py report --out $(RELAXED_DRAIN_ARRIVALS)
 
+# The one-core replica's parallel CPU (traces/calibration/one_core_cpu/README.md: a registered
+# model change tested on repeated closed drains; ~14 min under MEASURE, then its report)
+ONE_CORE_CPU = traces/calibration/one_core_cpu
+.PHONY: one-core-cpu one-core-cpu-report
+one-core-cpu: python-deps
+	$(call lag_check_measure,$(ONE_CORE_CPU),4321)
+	gzip -9n $(ONE_CORE_CPU)/runs/*/samples.csv $(ONE_CORE_CPU)/runs/*/window.json
+	$(MAKE) one-core-cpu-report
+one-core-cpu-report: python-deps
+	$(PY) traces/record/lag_check.py report --out $(ONE_CORE_CPU)
+
 # The rig's noise floor: each campaign's unchanged repeats predicted from each other (what a
 # perfect model would score on this host; docs/lag-check.md, "The rig's noise floor"; seconds)
 lag-noise-floor: python-deps
