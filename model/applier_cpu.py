@@ -8,7 +8,9 @@ coordinator and workers), and /proc gives its CPU time: `schedstat` (nanoseconds
 nanoseconds waiting for one, and, from `status`, the voluntary context switches: how often it
 went off its core to wait). Without performance_schema the whole process's CPU time
 (/proc/PID/stat) stands in: it also counts the IO thread and the background threads, and the
-window says which was read.
+window says which was read. With the threads read, the process's CPU and the IO thread's are
+read beside them (`others`): what is left of the process is the server's other threads'
+(purge, page cleaner, the binlog's background thread), which calibrate fits as `background_cpu`.
 """
 from __future__ import annotations
 
@@ -81,6 +83,8 @@ class AppliersCpu:
         self.tids = thread_ids(conn, names) or []
         self.source = "threads" if self.tids else (
             "process" if process_cpu(pid) is not None else None)
+        self.io_tids = (thread_ids(conn, IO_THREADS) or []) if self.source == "threads" else []
+        self.io_seen: dict[int, float] = {}
 
     def read(self) -> tuple[float, float, int] | None:
         """(CPU s, run-queue wait s, voluntary switches) so far; None when not readable."""
@@ -99,6 +103,22 @@ class AppliersCpu:
                 self.seen[tid] = t
         return (sum(v[0] for v in self.seen.values()), sum(v[1] for v in self.seen.values()),
                 sum(v[2] for v in self.seen.values()))
+
+    def others(self) -> tuple[float, float] | None:
+        """(the process's CPU s, its IO thread's CPU s) so far, read with the appliers' (after
+        `read`); None unless the applier threads are read (the process's CPU then holds all)."""
+        if self.source != "threads":
+            return None
+        cpu = process_cpu(self.pid)
+        if cpu is None:
+            return None
+        if self.count % REFRESH_EVERY == 0:
+            self.io_tids = thread_ids(self.conn, IO_THREADS) or self.io_tids
+        for tid in self.io_tids:
+            t = thread_times(self.pid, tid)
+            if t is not None:
+                self.io_seen[tid] = t[0]
+        return cpu, sum(self.io_seen.values())
 
     def refresh(self) -> None:
         """Read the thread list again at the next reading (the SQL thread was started again:

@@ -118,6 +118,11 @@ class Window:
     # window (the replica applying: its load read with the pace). None: not read (a window
     # recorded before campaign P, 2026-11-27, or the server refused BENCHMARK)
     host_loop: dict | None = None
+    # beside `cpu` read from the applier threads: the server process's CPU s and its IO
+    # thread's at each sample ([process s, IO thread s]); what is left of the process is the
+    # server's other threads' (`background_cpu`). None: not read (the threads not readable,
+    # a window recorded before 2026-11-28, or the replica on another machine)
+    cpu_others: list | None = None
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": 1, **asdict(self)}
@@ -196,6 +201,16 @@ class Window:
             if len(w.cpu) != len(samples):
                 raise CalibrateError(f"{path}: {len(w.cpu)} CPU readings for {len(samples)} "
                                      f"samples")
+        if w.cpu_others is not None:
+            try:
+                w.cpu_others = [(float(p), float(io)) for p, io in w.cpu_others]
+            except (TypeError, ValueError):
+                raise CalibrateError(f"{path}: a malformed window (cpu_others must be [process "
+                                     f"CPU s, IO thread CPU s] per sample)") from None
+            if len(w.cpu_others) != len(samples) or w.cpu is None:
+                raise CalibrateError(f"{path}: {len(w.cpu_others)} process CPU readings for "
+                                     f"{len(samples)} samples"
+                                     + ("" if w.cpu is not None else " and no applier CPU"))
         return w
 
 
@@ -812,6 +827,7 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
         before = worker_counts(conn)
         appliers = AppliersCpu(conn, local_pid(s, address))
         cpu: list = []
+        others: list = []
         samples: list = []
         state = {"stopped": None, "started": None}
         start = clock()
@@ -835,6 +851,7 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
                 samples.append((now, applied(conn, flavor), received(conn, flavor)))
                 reading = appliers.read()
                 cpu.append(reading)
+                others.append(appliers.others())
                 since = now - start
                 if probe and state["stopped"] is None and since >= probe_at:
                     stop_sql_thread(conn, flavor)
@@ -899,7 +916,9 @@ def record(address, *, window: float, interval: float, probe: float | None = Non
                   (probes.overlap.rounds or None) if probes else None,
                   probes.overlap.error if probes else None, probes.at if probes else None,
                   sorted(probes.cpus) if probes and probes.cpus else None,
-                  {k: v for k, v in host.items() if v is not None} or None)
+                  {k: v for k, v in host.items() if v is not None} or None,
+                  others if readable and others and all(o is not None for o in others)
+                  else None)
 
 
 def _caught_up(applied_state: str, received_state: str, flavor: str) -> bool:
@@ -1017,7 +1036,7 @@ def scaled_profile(base: Profile, cpu_scale: float, flush_scale: float,
     kw["sync_cpu"], kw["commit_cpu"] = sync_cpu, commit_cpu
     kw["sync"] = sync_cpu + (base.sync - base.sync_cpu) * flush_scale
     kw["commit_default"] = commit_cpu + (base.commit_default - base.commit_cpu) * flush_scale
-    return replace(base, **kw, **settings)
+    return replace(base, **{**kw, **settings})
 
 
 # a flush term's CPU part, and the term it is part of (the rest is the device's wait)
@@ -1088,6 +1107,9 @@ class Fit:
     # the overlap probe read: (disk_hold_share, 1 for the whole sync; measured slowdown µs,
     # whole syncs' slowdown µs); None: not probed
     overlap: tuple | None = None
+    # the server's other threads' CPU µs a transaction measured on the replica (its
+    # `background_cpu`); None: not read, the base's at the CPU scale
+    background_measured: float | None = None
 
 
 @dataclass
@@ -1156,6 +1178,26 @@ def measured_cpu_per_txn(window: Window, wt: WindowTrace, used: np.ndarray) -> f
     if applied < 100 or cpu <= 0:
         return None
     return 1e6 * cpu / applied
+
+
+def measured_background_per_txn(window: Window, wt: WindowTrace, used: np.ndarray
+                                ) -> float | None:
+    """The server's other threads' CPU µs per transaction applied over the backlog samples
+    (the process's CPU less the applier threads' and the IO thread's: purge, page cleaner, the
+    binlog's background thread), where the window read them beside the appliers'; None
+    without them or with too few transactions applied (fewer than 100) to say."""
+    if window.cpu_others is None or window.cpu is None or used.size < 2:
+        return None
+    i, j = int(used[0]), int(used[-1])
+    applied = int(wt.applied[j] - wt.applied[i])
+    if applied < 100:
+        return None
+    process = window.cpu_others[j][0] - window.cpu_others[i][0]
+    io = window.cpu_others[j][1] - window.cpu_others[i][1]
+    appliers = window.cpu[j][0] - window.cpu[i][0]
+    # the process's CPU is read in clock ticks (10 ms): a short drain can leave it a tick
+    # below what its threads' nanosecond counters add up to
+    return max(0.0, 1e6 * (process - appliers - io) / applied)
 
 
 def model_cpu_per_txn(profile: Profile, txns: list, scheduler: str, workers: int,
@@ -1267,6 +1309,15 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
         notes.append(f"the disk's serial part was not probed ({window.overlap_error}): each "
                      f"sync holds the shared disk whole")
 
+    # the server's other threads, measured on this replica where it can say, else the base's
+    # at the machine's CPU scale (a constant CPU a transaction, where the base is measured)
+    others_cpu = measured_background_per_txn(window, wt, used)
+    if others_cpu is not None:
+        settings = {**settings, "background_cpu": others_cpu}
+        notes.append(f"the server's other threads' CPU from the replica's own counters (its "
+                     f"process's CPU less the applier and IO threads'): {others_cpu:.1f} µs a "
+                     f"transaction applied, in place of the base's at this CPU scale")
+
     def profile_for(cpu_scale: float, flush_scale: float) -> Profile:
         """The machine (durable terms) at these scales, then the replica's durability."""
         return scaled_profile(base, cpu_scale, flush_scale, io_cpu,
@@ -1345,6 +1396,7 @@ def fit(window: Window, txns: list, base: Profile, *, cores: int | None = None,
     result.cpu_measured = cpu_measured
     result.prior_flush = prior_flush
     result.overlap = overlap
+    result.background_measured = others_cpu
     return result
 
 
@@ -1463,9 +1515,22 @@ def described(fit: Fit, window: Window, base: Profile, name: str) -> Profile:
                                 **({"commit_cpu, sync_cpu, log_write_cpu":
                                     "the probe's CPU per write and sync on the replica's disk "
                                     "(calibrate_replica.io_cpu_us)"} if window.io_cpu else {}),
+                                **background_record([fit]),
                                 **host_pace_record([window])},
                    calibrated={"durability": [s.get("durability")], "cores": [p.cores],
                                "log_replica_updates": [bool(s.get("log_replica_updates"))]})
+
+
+def background_record(fits: list[Fit]) -> dict:
+    """fitted_from["background_cpu"] where the windows measured it (every one of them)."""
+    got = [f.background_measured for f in fits]
+    if not got or any(g is None for g in got):
+        return {}
+    how = ("the server process's CPU less its applier and IO threads', per transaction "
+           "applied in the window's drain (calibrate_replica.measured_background_per_txn)")
+    if len(got) == 1:
+        return {"background_cpu": f"{got[0]:.2f}: {how}"}
+    return {"background_cpu": f"the median of {', '.join(f'{g:.1f}' for g in got)}: {how}"}
 
 
 def host_pace_record(windows: list[Window]) -> dict:
@@ -1657,6 +1722,7 @@ def window_record(f: Fit, w: Window, label: str) -> dict:
             "log_write_ms_rounds": w.log_write_ms_rounds, "fsync_ms": w.fsync_ms,
             "fsync_ms_rounds": w.fsync_ms_rounds,
             "cpu_measured_us": r(f.cpu_measured, 1), "host_pace_us": r(window_pace(w)),
+            "background_cpu_us": r(f.background_measured, 1),
             "probe_drain_measured_s": r(f.measured_drain, 3),
             "probe_drain_replayed_s": r(f.fitted_drain, 3)}
 
@@ -1703,6 +1769,7 @@ def described_many(mf: ManyFit, base: Profile, name: str) -> Profile:
                                     f"median of the windows' sustained write probes, as µs a "
                                     f"write"}
                                    if p.disk_write_iops is not None else {}),
+                                **background_record(mf.fits),
                                 **host_pace_record(mf.windows),
                                 "base": base.name, "windows": records,
                                 "spread": {"durability": "durable", "slowest": mf.slowest,

@@ -808,6 +808,7 @@ def rig_window(run_dir: str, template, run: dict):
     return dataclasses.replace(
         template, samples=[(float(r[0]), f"{prefix}{r[2]}", f"{prefix}{r[1]}") for r in rows],
         cpu=[(float(r[4]), float(r[5]), int(r[6])) for r in rows], cpu_source="threads",
+        cpu_others=[(float(r[3]), float(r[7])) for r in rows] if len(rows[0]) > 7 else None,
         probe={"stop": ev["stop"], "start": ev["start"], "seconds": run["stop_for"]},
         started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(rows[0][0]))),
         fsync_ms=meta["fsync_probe_ms"]["median_ms"], fsync_ms_rounds=None,
@@ -855,6 +856,9 @@ def cmd_report(a) -> int:
             labels.append(f"{d} (the rig's samples)")
             backfilled.append(f"{d}: no calibrate window; the rig's samples of it, with "
                               f"{live[0]}'s disk probes (a retro-check)")
+        if rig_others(w, run_dir):
+            backfilled.append(f"{d}: the window predates calibrate's reading of the process's "
+                              f"and the IO thread's CPU: the rig's samples of them stand in")
         windows.append(w)
     from commitsched.calibrate_replica import nearest_base
     base = get_profile(a.base or nearest_base(template.cores))
@@ -1047,6 +1051,26 @@ def backfill(window, run_dir: str, a) -> list[str]:
         said.append(f"the commit's CPU per write and sync probed later, not with the window "
                     f"({a.io_cpu}: a refit)")
     return said
+
+
+def rig_others(window, run_dir: str) -> bool:
+    """A window recorded before `calibrate` read the process's and the IO thread's CPU beside
+    the appliers' (2026-11-28): the rig's samples of both (samples.csv) at the window's sample
+    times, from which the fit reads the server's other threads' CPU (`background_cpu`). False
+    where there is nothing to fill or the rig did not sample them."""
+    import numpy as np
+    if window.cpu_others is not None or window.cpu_source != "threads":
+        return False
+    rows = list(csv.reader(stored(os.path.join(run_dir, "samples.csv"))))
+    header, rows = rows[0], rows[1:]
+    if not rows or "replica_cpu_s" not in header or "io_cpu_s" not in header:
+        return False
+    t = np.asarray([float(r[0]) for r in rows])
+    at = [s_[0] for s_ in window.samples]
+    process = np.interp(at, t, [float(r[header.index("replica_cpu_s")]) for r in rows])
+    io = np.interp(at, t, [float(r[header.index("io_cpu_s")]) for r in rows])
+    window.cpu_others = [(float(p_), float(i_)) for p_, i_ in zip(process, io)]
+    return True
 
 
 def put_in_doc(path: str, text: str, marker: str = "lag-check") -> None:
