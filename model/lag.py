@@ -47,10 +47,14 @@ def parse_duration(text: str) -> float:
 
 def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, profile, *,
             backlog: float | None = None, backlog_at: float = 0.0, delay: float = 0.0,
+            closed_drain: bool = False,
             bugs=frozenset(), tracker_options: dict | None = None,
             applier_options: dict | None = None, on_run: Callable | None = None) -> dict:
     """The replay's answers for one (scheduler, W); times in seconds. Raises SchedulerError
-    (the trace cannot feed the scheduler) or Deadlock. `on_run`: told of each replay."""
+    (the trace cannot feed the scheduler) or Deadlock. `on_run`: told of each replay.
+    `closed_drain`: the source writes nothing after the trace (a load that ended when the
+    replica restarted): the backlog drains with nothing more arriving, the straight line's
+    too; otherwise the source writes on at the trace's pace (`lag --backlog`)."""
     rep = Replayer(txns, times, scheduler, workers, profile, delay=delay * PER_SECOND, bugs=bugs,
                    tracker_options=dict(tracker_options or {}),
                    applier_options=dict(applier_options or {}), on_run=on_run)
@@ -92,12 +96,14 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
         "max_lag_cause": worst_lag_cause(two, n, times, txns, closed, delay * PER_SECOND),
     }
     if backlog is not None:
-        drain, why = rep.drain(backlog * PER_SECOND, backlog_at * PER_SECOND, headroom)
+        drain, why = rep.drain(backlog * PER_SECOND, backlog_at * PER_SECOND, headroom,
+                               closed=closed_drain)
         out["backlog_s"] = backlog
         out["drain_s"] = None if drain is None else round(drain / PER_SECOND, 6)
         if why:
             out["drain_note"] = why
-        out["straight_line_drain_s"] = straight_line_drain(backlog, apply_rate, write_rate)
+        out["straight_line_drain_s"] = straight_line_drain(backlog, apply_rate, write_rate,
+                                                           closed=closed_drain)
     out["simulations"] = rep.runs
     return out
 
@@ -235,11 +241,14 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
 
 
 def straight_line_drain(backlog: float, apply_rate: float | None,
-                        write_rate: float) -> float | None:
+                        write_rate: float, closed: bool = False) -> float | None:
     """The extrapolation DBAs use: the backlog's transactions over the net apply rate (None:
-    the replica applies no faster than the source writes; 0: an apply rate without bound)."""
+    the replica applies no faster than the source writes; 0: an apply rate without bound);
+    `closed`: nothing more arrives, over the apply rate itself."""
     if apply_rate is None:
         return 0.0
+    if closed:
+        return round(backlog * write_rate / apply_rate, 6) if apply_rate > 0 else None
     if apply_rate <= write_rate:
         return None
     return round(backlog * write_rate / (apply_rate - write_rate), 6)

@@ -449,14 +449,22 @@ class Replayer:
                 hi = mid
         return lo, False
 
-    def drain(self, backlog: float, at: float = 0.0, headroom: float | None = None
-              ) -> tuple[float | None, str | None]:
+    def drain(self, backlog: float, at: float = 0.0, headroom: float | None = None,
+              closed: bool = False) -> tuple[float | None, str | None]:
         """The SQL thread stopped from source time `at` for `backlog` (µs), then restarted:
         (µs from the restart until every later transaction's lag is back to within a
         tolerance of its lag without the stop, or None; why None). The laps replayed cover the
-        straight line's estimate twice over, and more while it is not reached."""
+        straight line's estimate twice over, and more while it is not reached. `closed`: the
+        source wrote the trace's last transaction by the restart and nothing after it (its
+        load ended): one lap, drained when the last transaction commits, at any pace."""
         n, period = self.times.count, self.times.period
         restart = at + backlog
+        if closed:
+            # everything has arrived by the restart: drained when the last commit is made
+            base = self.replay(1.0, 1)
+            stop_at = int(np.searchsorted(base.dispatch, at, side="left"))
+            held = self.replay(1.0, 1, hold=(stop_at, restart))
+            return max(0.0, float(np.max(held.commit)) - restart), None
         if headroom is None:
             headroom, _ = self.headroom()
         if headroom <= 1.0:

@@ -918,7 +918,8 @@ def cmd_report(a) -> int:
         end_line = max(0.0, (w - line_rate) * run["seconds"])
         line = {"keeps_up": line_rate > w,
                 "keeps_up_at_end": None if backlog else end_line <= max(w, 1.0),
-                "drain_s": straight_line_drain(backlog, line_rate, w) if backlog else None,
+                "drain_s": (straight_line_drain(backlog, line_rate, w, closed=closed_drain(m))
+                            if backlog else None),
                 "max_lag_s": (1.0 / line_rate if line_rate > w
                               else run["seconds"] * (w / line_rate - 1.0))}
         model = {"keeps_up": pred["keeps_up"], "max_lag_s": pred["max_lag_s"],
@@ -937,6 +938,7 @@ def cmd_report(a) -> int:
                      "config": f"{run['durability']} "
                      f"{run['mode']} W={workers}" + (" 1 client" if run["clients"] == 1 else ""),
                      "rate": run["rate"], "write_rate": round(w, 1), "stop_s": backlog,
+                     "closed_drain": bool(backlog) and closed_drain(m),
                      "measured": {"keeps_up": m["keeps_up"], "max_lag_s": m["max_lag_s"],
                                   "drain_s": m.get("drain_s"),
                                   "apply_rate_in_drain": m.get("apply_rate_in_drain"),
@@ -980,8 +982,23 @@ def cmd_report(a) -> int:
     return 0
 
 
+# how soon after the SQL thread's restart the load may end for the drain to count as closed
+# (nothing more arriving while it drains): sysbench's exit is read within a sample or two
+CLOSED_WITHIN_S = 0.5
+
+
+def closed_drain(m: dict) -> bool:
+    """Whether the run's load ended by its restart (`800x20+stop5:15`: the backlog drains with
+    nothing more arriving), which its prediction and the straight line must know."""
+    ev = m.get("events") or {}
+    return (ev.get("start") is not None and ev.get("sysbench_end") is not None
+            and ev["sysbench_end"] <= ev["start"] + CLOSED_WITHIN_S)
+
+
 def predict(m: dict, run: dict, sched: str, workers: int, profile) -> dict:
-    """`lag`'s answers for one run from its own binlog, its stop as the backlog."""
+    """`lag`'s answers for one run from its own binlog, its stop as the backlog (drained with
+    the source writing on at its pace, or with nothing more arriving where the load ended by
+    the restart: `closed_drain`)."""
     from commitsched.lag import lag_one
     from commitsched.replay import source_times
     times = source_times(m["txns"])
@@ -994,7 +1011,7 @@ def predict(m: dict, run: dict, sched: str, workers: int, profile) -> dict:
     source = TraceSource(m["trace"])
     return lag_one(source.txns, times, sched, workers,
                    profile.with_durability(run["durability"]), backlog=backlog,
-                   backlog_at=max(at, 0.0))
+                   backlog_at=max(at, 0.0), closed_drain=bool(backlog) and closed_drain(m))
 
 
 def coverage(held: list[dict], material: float) -> dict:
@@ -1009,7 +1026,7 @@ def coverage(held: list[dict], material: float) -> dict:
               and "drain_s_range" in r["model"]]
     lags = [r for r in held if r["measured"]["max_lag_s"] >= material
             and "max_lag_s_range" in r["model"]]
-    verdicts = [r for r in held if "keeps_up_slowest" in r["model"]]
+    verdicts = [r for r in held if "keeps_up_slowest" in r["model"] and verdict_measured(r)]
     return {
         "drain": [sum(inside(r["model"]["drain_s_range"], r["measured"]["drain_s"])
                       for r in drains), len(drains)],
@@ -1085,6 +1102,12 @@ def put_in_doc(path: str, text: str, marker: str = "lag-check") -> None:
         f.write(head + begin + "\n" + text + end + tail)
 
 
+def verdict_measured(row: dict) -> bool:
+    """Whether the run measured a keeps-up verdict: not a closed drain, whose stop held the
+    load's end (the backlog then is the stop's, whatever the replica's pace)."""
+    return not row.get("closed_drain")
+
+
 def summarize(rows: list[dict], material: float) -> dict:
     """Over the runs not used to calibrate: median |error| of drain and of max lag (where the
     measured lag is material: at least `material` s, ten sampling intervals and more), and
@@ -1113,7 +1136,8 @@ def _summary(held: list[dict], material: float) -> dict:
         median = statistics.median(drains) if drains else None
         lags = [abs(_err(r[who]["max_lag_s"], r["measured"]["max_lag_s"])) for r in held
                 if r["measured"]["max_lag_s"] >= material]
-        right = sum(1 for r in held if r[who]["keeps_up"] == r["measured"]["keeps_up"])
+        verdicts = [r for r in held if verdict_measured(r)]
+        right = sum(1 for r in verdicts if r[who]["keeps_up"] == r["measured"]["keeps_up"])
         at_end = [r for r in held if r[who].get("keeps_up_at_end") is not None]
         out[who + "_at_end"] = {
             "right": sum(1 for r in at_end
@@ -1125,7 +1149,7 @@ def _summary(held: list[dict], material: float) -> dict:
                     "drains_never_counted": True,
                     "max_lag_median_error": statistics.median(lags) if lags else None,
                     "max_lag_runs": len(lags), "keeps_up_right": right,
-                    "keeps_up_runs": len(held)}
+                    "keeps_up_runs": len(verdicts)}
     return out
 
 
@@ -1179,6 +1203,11 @@ def _error_cell(s: dict, key: str) -> str:
     return f"never ({runs})" if v == "never" else f"{100 * v:.0f}% ({runs})"
 
 
+def _verdict_cell(s: dict) -> str:
+    """'right of runs', or '-' where no run measured a verdict (closed drains only)."""
+    return f"{s['keeps_up_right']} of {s['keeps_up_runs']}" if s["keeps_up_runs"] else "-"
+
+
 def _fmt_s(v) -> str:
     return "never" if v is None else f"{v:.2f}"
 
@@ -1202,7 +1231,9 @@ def markdown(report: dict, material: float) -> str:
     yn = lambda v: "yes" if v else "no"  # noqa: E731
     for r in report["rows"]:
         m, p, l = r["measured"], r["model"], r["line"]
-        name = r["run"] + (" (calibrated on it)" if r["calibrating"] else "")
+        name = (r["run"] + (" (calibrated on it)" if r["calibrating"] else "")
+                + (" (closed drain: the load ended at the restart)" if r.get("closed_drain")
+                   else ""))
         drain = "-" if not r["stop_s"] else (
             f"{_fmt_s(m['drain_s'])} / {_fmt_s(p['drain_s'])}{_fmt_e(p['drain_s'], m['drain_s'])}"
             + _fmt_range(p.get("drain_s_range"))
@@ -1217,8 +1248,9 @@ def markdown(report: dict, material: float) -> str:
                                             p["keeps_up_fastest"]}) > 1:
             model_verdict += (f" [slowest {yn(p['keeps_up_slowest'])}, fastest "
                               f"{yn(p['keeps_up_fastest'])}]")
-        lines.append(f"| {name} | {r['config']} | {r['write_rate']:.0f}/s | "
-                     f"{yn(m['keeps_up'])} / {model_verdict} / {yn(l['keeps_up'])} | "
+        verdicts = (f"{yn(m['keeps_up'])} / {model_verdict} / {yn(l['keeps_up'])}"
+                    if verdict_measured(r) else "- (the stop held the load's end)")
+        lines.append(f"| {name} | {r['config']} | {r['write_rate']:.0f}/s | {verdicts} | "
                      f"{lag} | {drain} |")
     s = report["summary"]
     lines += ["", "| over the runs not used to calibrate | model | straight line |",
@@ -1230,9 +1262,8 @@ def markdown(report: dict, material: float) -> str:
         for who in ("model", "line"):
             cells.append(_error_cell(s[who], key))
         lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
-    lines.append(f"| keeps-up verdict right | {s['model']['keeps_up_right']} of "
-                 f"{s['model']['keeps_up_runs']} | {s['line']['keeps_up_right']} of "
-                 f"{s['line']['keeps_up_runs']} |")
+    lines.append(f"| keeps-up verdict right | {_verdict_cell(s['model'])} | "
+                 f"{_verdict_cell(s['line'])} |")
     if s.get("model_at_end", {}).get("runs"):
         lines.append(f"| keeps-up at the load's end right (secondary; runs without a stop) | "
                      f"{s['model_at_end']['right']} of {s['model_at_end']['runs']} | "
@@ -1246,15 +1277,15 @@ def markdown(report: dict, material: float) -> str:
                      f"{cov['keeps_up_flips']}) | - |")
     for durability in ("durable", "relaxed"):
         part = s.get(durability)
-        if not part or not part["model"]["keeps_up_runs"]:
+        if not part or not (part["model"]["keeps_up_runs"] or part["model"]["drain_runs"]
+                            or part["model"]["max_lag_runs"]):
             continue
         for key, label in (("drain_median_error", "drain"),
                            ("max_lag_median_error", "max lag")):
             cells = [_error_cell(part[who], key) for who in ("model", "line")]
             lines.append(f"| {durability} runs only: {label} | {cells[0]} | {cells[1]} |")
         lines.append(f"| {durability} runs only: keeps-up right | "
-                     f"{part['model']['keeps_up_right']} of {part['model']['keeps_up_runs']} | "
-                     f"{part['line']['keeps_up_right']} of {part['line']['keeps_up_runs']} |")
+                     f"{_verdict_cell(part['model'])} | {_verdict_cell(part['line'])} |")
     left = report.get("not_measured")
     if left:
         lines += ["", f"Not measured (the rig's deadline, {left['deadline_s']:.0f} s, came "
