@@ -510,6 +510,14 @@ lag-check-q16-vm2: python-deps
 	$(MAKE) lag-check-q16-vm2-report
 lag-check-q16-vm2-report: python-deps
 	$(call lag_check_report,$(LAG_CHECK_Q16_VM2),lag-check-q16-vm2,docs/lag-check/lent-machine.md)
+# Q16-vm a third time, the model after the one-core change (registered before it ran)
+LAG_CHECK_Q16_VM3 = traces/calibration/lag_check_q16_vm3
+.PHONY: lag-check-q16-vm3 lag-check-q16-vm3-report
+lag-check-q16-vm3: python-deps
+	$(call q16_vm_measure,$(LAG_CHECK_Q16_VM3))
+	$(MAKE) lag-check-q16-vm3-report
+lag-check-q16-vm3-report: python-deps
+	$(call lag_check_report,$(LAG_CHECK_Q16_VM3),lag-check-q16-vm3,docs/lag-check/lent-machine.md)
 
 # Relaxed drains with and without arrivals (traces/calibration/relaxed_drain_arrivals/README.md:
 # a development measurement, ~6 min under MEASURE, then its report; no doc markers)
