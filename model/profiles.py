@@ -117,12 +117,11 @@ class Profile:
     disk_write_iops: float | None = None
     # `coordination_event`: worker CPU per binlog event in parallel mode, on top of
     # `coordination` per transaction, on the worker's path. `coordination_thread`: CPU per event
-    # per other worker thread that can run at once (min(workers, cores) - 1) that the replica
-    # burns while threads wait for each other (spinning on mutexes, futex wake-ups: what its
-    # CPU counters show growing with the thread count). A thread spins only on a core of its
-    # own while the one it waits for runs on another: on one core none does (the lag-check
-    # rig's one-core replica: its parallel process CPU a transaction no higher than serial,
-    # traces/calibration/one_core_cpu). It holds a core after the commit but lengthens no
+    # per worker thread beyond the first that the replica burns while threads wait for each
+    # other (spinning on mutexes, futex wake-ups: what its CPU counters show growing with the
+    # thread count), every configured thread, with a core or not: counting only those that
+    # can run at once (min(W, cores) - 1) took the 2-core VM's held-out check from 8% to 27%
+    # (docs/lag-check/one-core-cpu.md). It holds a core after the commit but lengthens no
     # transaction's path: it costs time only when the cores run out (MariaDB; with cores
     # modelled).
     coordination_event: float = 0.0
@@ -222,10 +221,9 @@ class Profile:
 
     def contention_cpu(self, txn, workers: int) -> float:
         """CPU burnt off the transaction's path while `workers` threads wait for each other."""
-        others = self.running_workers(workers) - 1
-        if not self.coordination_thread or others <= 0:
+        if not self.coordination_thread or workers <= 1:
             return 0.0
-        return self.coordination_thread * others * txn_events(txn)
+        return self.coordination_thread * (workers - 1) * txn_events(txn)
 
     def member_cost(self, txn) -> float:
         """The group-commit leader's serial work for one member."""

@@ -1,6 +1,7 @@
 """The parallel CPU a replica pays on fewer cores than workers (traces/calibration/one_core_cpu):
-the contention CPU needs a core for every thread that spins, and `calibrate` reads the server's
-other threads' CPU (`background_cpu`) from the replica's own counters where it can."""
+the contention CPU counts every configured thread (the change to count only those with a core
+was taken back), and `calibrate` reads the server's other threads' CPU (`background_cpu`) from
+the replica's own counters where it can."""
 import csv
 import json
 import os
@@ -21,16 +22,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "traces", "reco
 import lag_check  # noqa: E402
 
 
-def test_contention_counts_only_the_workers_that_can_run_beside_it():
-    """coordination_thread per event per other worker that has a core: none on one core, one
-    on two cores at W=4, W-1 with a core each."""
+def test_contention_counts_every_configured_thread_with_a_core_or_not():
+    """coordination_thread per event per worker beyond the first, whatever the cores: counting
+    only the threads with a core (the one-core change registered in one_core_cpu) took the
+    2-core VM's held-out speedups from 8% to 27% median error, and was taken back."""
     txn = workload(n=1)[0]                      # 5 events
     p = replace(get_profile("durable-mariadb"), coordination_thread=2.0)
-    assert replace(p, cores=1).contention_cpu(txn, 4) == 0.0
-    assert replace(p, cores=2).contention_cpu(txn, 4) == pytest.approx(2.0 * 1 * 5)
-    assert replace(p, cores=16).contention_cpu(txn, 4) == pytest.approx(2.0 * 3 * 5)
-    assert replace(p, cores=None).contention_cpu(txn, 8) == pytest.approx(2.0 * 7 * 5)
-    assert replace(p, cores=16).contention_cpu(txn, 1) == 0.0
+    for cores in (1, 2, 16, None):
+        assert replace(p, cores=cores).contention_cpu(txn, 4) == pytest.approx(2.0 * 3 * 5)
+    assert replace(p, cores=1).contention_cpu(txn, 1) == 0.0
 
 
 def _with_others(window, txns, profile, background_us, io_us=3.0):

@@ -149,14 +149,11 @@ impl Profile {
         }
     }
 
-    /// CPU burnt off the path while threads wait for each other: per event per other worker
-    /// that can run at once (a thread spins only on a core of its own; profiles.py)
     pub fn contention_cpu(&self, c: &Cols, i: usize, workers: usize) -> f64 {
-        let others = self.running_workers(workers).saturating_sub(1);
-        if self.coordination_thread == 0.0 || others == 0 {
+        if self.coordination_thread == 0.0 || workers <= 1 {
             return 0.0;
         }
-        self.coordination_thread * others as f64 * Self::txn_events(c, i) as f64
+        self.coordination_thread * (workers - 1) as f64 * Self::txn_events(c, i) as f64
     }
 
     pub fn group_sync(&self) -> f64 {
