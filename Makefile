@@ -74,7 +74,9 @@ help:
 	@echo "                travel; lag-check-device-unpack FETCHED=DIR: a campaign the machine sent back"
 	@echo "make lag-check-q16-report  campaign Q16 (pre-registered): F's rig on a lent 16-core machine"
 	@echo "make lag-check-q16-vm  Q16's runs and rule on this VM through the lent machine's script (~9 min"
-	@echo "                under MEASURE; its rehearsal); lag-check-q16-vm-report: its table; lag-check-q16-vm2: again"
+	@echo "                under MEASURE; its rehearsal); lag-check-q16-vm-report: its table; lag-check-q16-vm2, -vm3: again"
+	@echo "make one-core-cpu  a registered model change tested on 21 closed drains (~14 min under MEASURE;"
+	@echo "                one-core-cpu-report: its table; docs/lag-check/one-core-cpu.md)"
 	@echo "make host-pace  the host loop beside the replica's apply pace, and PACE_ELASTICITY fitted (seconds)"
 	@echo "make lag-noise-floor  the lag-check rig's noise floor: each campaign's repeats predicted from each other"
 	@echo "make lag-check-f-median3  F's stored runs re-fitted on its three serial repeats (a"
@@ -471,7 +473,7 @@ LAG_CHECK_Q16_VM = traces/calibration/lag_check_q16_vm
 # the lent machine's Python for the rehearsal: python3.12, else a pyenv 3.12 (PYTHON312=PATH)
 PYTHON312 ?= $(shell python3.12 -c '' 2>/dev/null && echo python3.12 || ls -d $(HOME)/.pyenv/versions/3.12*/bin/python 2>/dev/null | tail -1)
 .PHONY: lag-check-device-bundle device-sparse device-unsparse lag-check-device-unpack \
-	lag-check-q16-report lag-check-q16-vm lag-check-q16-vm-report
+	lag-check-q16-report
 lag-check-device-bundle: python-deps
 	bash traces/record/lag_check_device_bundle.sh
 device-sparse:
@@ -497,49 +499,38 @@ define q16_vm_measure
 		LAGCHECK_WORK=$(CURDIR)/.dev16/q16vm-run bash traces/record/lag_check_device.sh $(1)
 	$(MAKE) lag-check-device-unpack FETCHED=.dev16/q16vm-out DEVICE_CAMPAIGN=$(1)
 endef
-LAG_CHECK_Q16_VM2 = traces/calibration/lag_check_q16_vm2
-.PHONY: lag-check-q16-vm2 lag-check-q16-vm2-report
-lag-check-q16-vm: python-deps
-	$(call q16_vm_measure,$(LAG_CHECK_Q16_VM))
-	$(MAKE) lag-check-q16-vm-report
-lag-check-q16-vm-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_Q16_VM),lag-check-q16-vm,docs/lag-check/lent-machine.md)
-# Q16-vm once more, unchanged (its second rehearsal, registered before it ran)
-lag-check-q16-vm2: python-deps
-	$(call q16_vm_measure,$(LAG_CHECK_Q16_VM2))
-	$(MAKE) lag-check-q16-vm2-report
-lag-check-q16-vm2-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_Q16_VM2),lag-check-q16-vm2,docs/lag-check/lent-machine.md)
-# Q16-vm a third time, the model after the one-core change (registered before it ran)
-LAG_CHECK_Q16_VM3 = traces/calibration/lag_check_q16_vm3
-.PHONY: lag-check-q16-vm3 lag-check-q16-vm3-report
-lag-check-q16-vm3: python-deps
-	$(call q16_vm_measure,$(LAG_CHECK_Q16_VM3))
-	$(MAKE) lag-check-q16-vm3-report
-lag-check-q16-vm3-report: python-deps
-	$(call lag_check_report,$(LAG_CHECK_Q16_VM3),lag-check-q16-vm3,docs/lag-check/lent-machine.md)
+# A rehearsal's targets: $(1) its name (lag-check-$(1), lag-check-$(1)-report), $(2) its folder;
+# its table between its markers in docs/lag-check/lent-machine.md. q16-vm: the first (its
+# second attempt); q16-vm2: once more, unchanged; q16-vm3: the model with calibrate measuring
+# the server's other threads (each registered before it ran)
+define q16_vm_rehearsal
+.PHONY: lag-check-$(1) lag-check-$(1)-report
+lag-check-$(1): python-deps
+	$$(call q16_vm_measure,$(2))
+	$$(MAKE) lag-check-$(1)-report
+lag-check-$(1)-report: python-deps
+	$$(call lag_check_report,$(2),lag-check-$(1),docs/lag-check/lent-machine.md)
+endef
+$(eval $(call q16_vm_rehearsal,q16-vm,$(LAG_CHECK_Q16_VM)))
+$(eval $(call q16_vm_rehearsal,q16-vm2,traces/calibration/lag_check_q16_vm2))
+$(eval $(call q16_vm_rehearsal,q16-vm3,traces/calibration/lag_check_q16_vm3))
 
-# Relaxed drains with and without arrivals (traces/calibration/relaxed_drain_arrivals/README.md:
-# a development measurement, ~6 min under MEASURE, then its report; no doc markers)
-RELAXED_DRAIN_ARRIVALS = traces/calibration/relaxed_drain_arrivals
-.PHONY: relaxed-drain-arrivals relaxed-drain-arrivals-report
-relaxed-drain-arrivals: python-deps
-	$(call lag_check_measure,$(RELAXED_DRAIN_ARRIVALS),4311)
-	gzip -9n $(RELAXED_DRAIN_ARRIVALS)/runs/*/samples.csv $(RELAXED_DRAIN_ARRIVALS)/runs/*/window.json
-	$(MAKE) relaxed-drain-arrivals-report
-relaxed-drain-arrivals-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(RELAXED_DRAIN_ARRIVALS)
-
-# The one-core replica's parallel CPU (traces/calibration/one_core_cpu/README.md: a registered
-# model change tested on repeated closed drains; ~14 min under MEASURE, then its report)
-ONE_CORE_CPU = traces/calibration/one_core_cpu
-.PHONY: one-core-cpu one-core-cpu-report
-one-core-cpu: python-deps
-	$(call lag_check_measure,$(ONE_CORE_CPU),4321)
-	gzip -9n $(ONE_CORE_CPU)/runs/*/samples.csv $(ONE_CORE_CPU)/runs/*/window.json
-	$(MAKE) one-core-cpu-report
-one-core-cpu-report: python-deps
-	$(PY) traces/record/lag_check.py report --out $(ONE_CORE_CPU)
+# Development measurements on the lag-check rig without doc markers (each folder's README says
+# what and why, written before it ran): $(3) measures under MEASURE, then $(3)-report.
+# relaxed-drain-arrivals (~6 min): relaxed drains with and without arrivals; one-core-cpu
+# (~14 min): a registered model change tested on repeated closed drains.
+define lag_check_study
+$(1) = traces/calibration/$(2)
+.PHONY: $(3) $(3)-report
+$(3): python-deps
+	$$(call lag_check_measure,$$($(1)),$(4))
+	gzip -9n $$($(1))/runs/*/samples.csv $$($(1))/runs/*/window.json
+	$$(MAKE) $(3)-report
+$(3)-report: python-deps
+	$$(PY) traces/record/lag_check.py report --out $$($(1))
+endef
+$(eval $(call lag_check_study,RELAXED_DRAIN_ARRIVALS,relaxed_drain_arrivals,relaxed-drain-arrivals,4311))
+$(eval $(call lag_check_study,ONE_CORE_CPU,one_core_cpu,one-core-cpu,4321))
 
 # The rig's noise floor: each campaign's unchanged repeats predicted from each other (what a
 # perfect model would score on this host; docs/lag-check.md, "The rig's noise floor"; seconds)
