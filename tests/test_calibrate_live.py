@@ -99,6 +99,11 @@ def test_calibrate_a_live_replica(rig, tmp_path, capsys):
     assert recorded["cpu_source"] == "threads"
     assert len(recorded["cpu"]) == len(recorded["samples"])
     assert recorded["cpu"][-1][0] > recorded["cpu"][0][0]
+    # ... and beside it the process's and the IO thread's, the process's the larger
+    assert len(recorded["cpu_others"]) == len(recorded["samples"])
+    assert all(p >= io >= 0 for p, io in recorded["cpu_others"])
+    assert recorded["cpu_others"][-1][0] - recorded["cpu_others"][0][0] >= \
+        recorded["cpu"][-1][0] - recorded["cpu"][0][0] - 0.02       # 10 ms ticks
     assert recorded["settings"]["log_file_buffered"] is False     # started durable: O_DIRECT
     # the commit's writes and syncs probed for their CPU on the replica's disk
     assert all(recorded["io_cpu"][op]["cpu_us"] > 0 for op in
@@ -118,6 +123,10 @@ def test_calibrate_a_live_replica(rig, tmp_path, capsys):
     assert len(measured.split()) == 2 and len(replayed.split()) == 2, share
     mine = get_profile(str(profile))
     assert mine.calibrated["durability"] == ["durable"] and "calibrated" in mine.provenance
+    # the server's other threads' CPU is the replica's own (its process less appliers and IO)
+    assert "process's CPU less its applier and IO threads'" in mine.fitted_from["background_cpu"]
+    assert mine.background_cpu == pytest.approx(
+        mine.fitted_from["windows"][0]["background_cpu_us"], abs=0.051)
     # ... at the host's pace read in the stop, which `lag --host-now` scales from
     assert mine.fitted_from["host_pace"]["us"] == recorded["host_loop"]["stop"]["rows"]["us"]
     # the same window, its binlog read from the source over the replication protocol
