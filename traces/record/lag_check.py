@@ -911,6 +911,7 @@ def cmd_report(a) -> int:
         if ends:
             with_ranges([pred], {end: [preds[(d, end)]] for end in ends})
         backlog = run["stop_for"]
+        closed = bool(backlog) and closed_drain(m)
         w = m["write_rate"]
         # the secondary verdict (campaign G on): read like the measured one, at the load's end
         # (no more behind than a second of its writes), on runs without a stop
@@ -918,7 +919,7 @@ def cmd_report(a) -> int:
         end_line = max(0.0, (w - line_rate) * run["seconds"])
         line = {"keeps_up": line_rate > w,
                 "keeps_up_at_end": None if backlog else end_line <= max(w, 1.0),
-                "drain_s": (straight_line_drain(backlog, line_rate, w, closed=closed_drain(m))
+                "drain_s": (straight_line_drain(backlog, line_rate, w, closed=closed)
                             if backlog else None),
                 "max_lag_s": (1.0 / line_rate if line_rate > w
                               else run["seconds"] * (w / line_rate - 1.0))}
@@ -938,7 +939,7 @@ def cmd_report(a) -> int:
                      "config": f"{run['durability']} "
                      f"{run['mode']} W={workers}" + (" 1 client" if run["clients"] == 1 else ""),
                      "rate": run["rate"], "write_rate": round(w, 1), "stop_s": backlog,
-                     "closed_drain": bool(backlog) and closed_drain(m),
+                     "closed_drain": closed,
                      "measured": {"keeps_up": m["keeps_up"], "max_lag_s": m["max_lag_s"],
                                   "drain_s": m.get("drain_s"),
                                   "apply_rate_in_drain": m.get("apply_rate_in_drain"),
