@@ -83,7 +83,9 @@ class AppliersCpu:
         self.tids = thread_ids(conn, names) or []
         self.source = "threads" if self.tids else (
             "process" if process_cpu(pid) is not None else None)
-        self.io_tids = (thread_ids(conn, IO_THREADS) or []) if self.source == "threads" else []
+        # the IO thread beside the appliers (`others`); not for a reader of other threads
+        self.io_tids = (thread_ids(conn, IO_THREADS) or []
+                        if self.source == "threads" and names == APPLIER_THREADS else [])
         self.io_seen: dict[int, float] = {}
 
     def read(self) -> tuple[float, float, int] | None:
