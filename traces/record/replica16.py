@@ -31,19 +31,31 @@ def load_rows(folder: str = FOLDER, durability: str = "durable") -> list[dict]:
         r["round"] = int(r["round"])
         r["seconds"] = float(r["seconds"])
         r["cpu_busy_cores"] = float(r["cpu_busy_cores"])
+        r["cpu_steal_pct"] = float(r["cpu_steal_pct"])
     return rows
 
 
-def measured(folder: str = FOLDER, durability: str = "durable") -> dict[tuple, dict]:
+def measured(folder: str = FOLDER, durability: str = "durable",
+             steal_below: float | None = None) -> dict[tuple, dict]:
     """(workload, mode, threads) -> {"speedups": [...], "median", "min", "max", "serial_s"}:
-    each parallel run's speedup over the serial run of the same workload and round."""
+    each parallel run's speedup over the serial run of the same workload and round.
+
+    `steal_below` (% of the machine's CPU time): only the runs whose CPU steal was below it (the
+    hypervisor left the guest's cores alone); a parallel run whose round's serial apply is left
+    out is taken over the median of the workload's serial applies that are kept."""
     rows = load_rows(folder, durability)
+    if steal_below is not None:
+        rows = [r for r in rows if r["cpu_steal_pct"] < steal_below]
     serial = {(r["workload"], r["round"]): r["seconds"] for r in rows if r["mode"] == "serial"}
+    serial_median = {w: statistics.median(s for (o, _), s in serial.items() if o == w)
+                     for w in {o for o, _ in serial}}
     out: dict[tuple, dict] = {}
     for r in rows:
         if r["mode"] == "serial":
             continue
         base = serial.get((r["workload"], r["round"]))
+        if base is None and steal_below is not None:
+            base = serial_median.get(r["workload"])
         if base is None:
             continue
         e = out.setdefault((r["workload"], r["mode"], r["threads"]), {"speedups": []})
@@ -52,6 +64,24 @@ def measured(folder: str = FOLDER, durability: str = "durable") -> dict[tuple, d
         sp = e["speedups"]
         e.update(median=statistics.median(sp), min=min(sp), max=max(sp))
     return out
+
+
+def steal_effect(durability: str = "durable", cut: float = 0.5,
+                 folder: str = FOLDER) -> dict:
+    """How far the runs with CPU steal at or above `cut` (%) lie from their configuration's median
+    apply time, against the runs below it: counts and the median signed deviation of each."""
+    rows = load_rows(folder, durability)
+    times: dict[tuple, list] = {}
+    for r in rows:
+        times.setdefault((r["workload"], r["mode"], r["threads"]), []).append(r["seconds"])
+    median = {k: statistics.median(v) for k, v in times.items()}
+    dev = {"below": [], "at_or_above": []}
+    for r in rows:
+        side = "below" if r["cpu_steal_pct"] < cut else "at_or_above"
+        dev[side].append(r["seconds"] / median[(r["workload"], r["mode"], r["threads"])] - 1)
+    return {"durability": durability, "cut": cut,
+            **{f"runs_{k}": len(v) for k, v in dev.items()},
+            **{f"deviation_{k}": statistics.median(v) if v else None for k, v in dev.items()}}
 
 
 def serial_seconds(folder: str = FOLDER, durability: str = "durable") -> dict[str, float]:
