@@ -8,6 +8,7 @@ backlog the drain time, each beside the straight-line extrapolation DBAs use tod
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import textwrap
 from typing import Callable, Sequence
@@ -238,6 +239,27 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
                         f"on average, against {usual_par:.1f} over the trace (they depend on "
                         f"each other)")
     return out
+
+
+# The keeps-up test forgives the appliers' jitter, two transactions' time on each worker
+# (`Replayer.jitter`): 2 W / N of a lap. Past this share of a lap, a lag that grows by less
+# than the jitter each lap passes as bounded, and the trace is too short to say.
+SHORT_TRACE_JITTER = 0.05
+
+
+def short_trace_note(count: int, workers: Sequence[int]) -> str | None:
+    """What to say when the trace is too short for the keeps-up test (and so the headroom) at
+    the largest worker count asked for; None when it is long enough."""
+    w = max(workers, default=1)
+    share = 2.0 * w / max(count, 1)
+    if share <= SHORT_TRACE_JITTER:
+        return None
+    need = math.ceil(2.0 * w / SHORT_TRACE_JITTER)
+    return (f"only {count:,} transaction{'s' if count != 1 else ''}: the keeps-up test forgives "
+            f"two transactions' apply on each worker (the appliers' jitter): at W={w} that is "
+            f"{share:.0%} of the whole trace's apply, so a lag growing by less than that "
+            f"each pass counts as bounded; 'keeps up' and the headroom need at least {need:,} "
+            f"transactions at this W (a longer stretch of binlog)")
 
 
 def straight_line_drain(backlog: float, apply_rate: float | None,

@@ -233,6 +233,10 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
     held = times.held_back_note()
     if held:
         notes.append(held)
+    from .lag import short_trace_note
+    short = short_trace_note(times.count, args.workers)
+    if short:
+        notes.append(short)
     # transactions missing between the binlog files given (import's warning, continuity.py,
     # kept in the trace's header: binlogs imported now, or a trace imported before)
     gaps = file_gaps(trace.source) or list(getattr(inp.stats, "file_gaps", None) or ())

@@ -161,6 +161,25 @@ def test_same_input_same_bytes(tmp_path, capsys):
     assert outs[0] == outs[1] == outs[2]
 
 
+def test_a_trace_too_short_for_the_keeps_up_test_is_said(tmp_path, capsys):
+    """The keeps-up test forgives two transactions' apply on each worker: 4 transactions at
+    W=2 are 100% of a pass (said, in the text and in each JSON row); 400 transactions at W=4
+    are 2% (not said)."""
+    short = _write(tmp_path, _independent(4, 0.001), "short.jsonl")
+    rc, out, _ = _lag([short, "--scheduler", "serial", "--workers", "1,2"], capsys)
+    assert rc == 0
+    said = " ".join(out.split())            # the note is wrapped at 100 columns
+    assert "only 4 transactions" in said and "at W=2 that is 100% of the whole" in said
+    assert "at least 80 transactions" in said
+    rc, out, _ = _lag([short, "--scheduler", "serial", "--workers", "1,2", "--json"], capsys)
+    assert all(any("only 4 transactions" in n for n in r["notes"]) for r in json.loads(out))
+    long = _write(tmp_path, _independent(400, 0.001), "long.jsonl")
+    rc, out, _ = _lag([long, "--scheduler", "serial", "--workers", "4"], capsys)
+    assert rc == 0 and "keeps-up test forgives" not in out
+    assert lag_module.short_trace_note(160, [4]) is None
+    assert lag_module.short_trace_note(159, [4]) is not None
+
+
 def test_help_says_what_the_figures_mean(capsys):
     with pytest.raises(SystemExit):
         main(["lag", "--help"])
