@@ -519,7 +519,8 @@ $(eval $(call q16_vm_rehearsal,q16-vm3,traces/calibration/lag_check_q16_vm3))
 # what and why, written before it ran): $(3) measures under MEASURE, then $(3)-report.
 # relaxed-drain-arrivals (~6 min): relaxed drains with and without arrivals; one-core-cpu
 # (~14 min): a registered model change tested on repeated closed drains; one-core-threads
-# (~11 min): a one-core replica's CPU a transaction as the workers grow to 16.
+# (~11 min): a one-core replica's CPU a transaction as the workers grow to 16; one-core-contention
+# (~18 min): the registered test of no contention CPU on one core.
 define lag_check_study
 $(1) = traces/calibration/$(2)
 .PHONY: $(3) $(3)-report
@@ -533,6 +534,7 @@ endef
 $(eval $(call lag_check_study,RELAXED_DRAIN_ARRIVALS,relaxed_drain_arrivals,relaxed-drain-arrivals,4311))
 $(eval $(call lag_check_study,ONE_CORE_CPU,one_core_cpu,one-core-cpu,4321))
 $(eval $(call lag_check_study,ONE_CORE_THREADS,one_core_threads,one-core-threads,4331))
+$(eval $(call lag_check_study,ONE_CORE_CONTENTION,one_core_contention,one-core-contention,4341))
 
 # The rig's noise floor: each campaign's unchanged repeats predicted from each other (what a
 # perfect model would score on this host; docs/lag-check.md, "The rig's noise floor"; seconds)
