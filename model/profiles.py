@@ -119,9 +119,11 @@ class Profile:
     # `coordination` per transaction, on the worker's path. `coordination_thread`: CPU per event
     # per worker thread beyond the first that the replica burns while threads wait for each
     # other (spinning on mutexes, futex wake-ups: what its CPU counters show growing with the
-    # thread count), every configured thread, with a core or not: counting only those that
-    # can run at once (min(W, cores) - 1) took the 2-core VM's held-out check from 8% to 27%
-    # (docs/lag-check/one-core-cpu.md). It holds a core after the commit but lengthens no
+    # thread count), every configured thread, with a core or not, on two cores and more:
+    # counting only those that can run at once (min(W, cores) - 1) took the 2-core VM's
+    # held-out check from 8% to 27% (docs/lag-check/one-core-cpu.md). None on one core: a
+    # thread waits there only for one that is not running (registered and tested in
+    # traces/calibration/one_core_contention). It holds a core after the commit but lengthens no
     # transaction's path: it costs time only when the cores run out (MariaDB; with cores
     # modelled).
     coordination_event: float = 0.0
@@ -220,8 +222,9 @@ class Profile:
         return self.handoff_event * txn_events(txn) if self.handoff_event else 0.0
 
     def contention_cpu(self, txn, workers: int) -> float:
-        """CPU burnt off the transaction's path while `workers` threads wait for each other."""
-        if not self.coordination_thread or workers <= 1:
+        """CPU burnt off the transaction's path while `workers` threads wait for each other:
+        none on one core, where no thread waits while the one it waits for runs elsewhere."""
+        if not self.coordination_thread or workers <= 1 or self.cores == 1:
             return 0.0
         return self.coordination_thread * (workers - 1) * txn_events(txn)
 

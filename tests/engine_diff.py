@@ -57,6 +57,9 @@ def profiles() -> list[Profile]:
                                    name="replica16-2cores-shared-queue"))
     out.append(every_term(get_profile("durable"), cores=3, per_core_queues=True,
                           log_replica_updates=False))
+    # one core: no contention CPU (Profile.contention_cpu), every thread queued on the one core
+    out.append(every_term(get_profile("durable"), cores=1, per_core_queues=True,
+                          log_replica_updates=False))
     # the shared device held for part of each flush (disk_hold): flushes overlap past it
     out.append(every_term(get_profile("durable"), cores=2, disk_hold=0.3))
     out.append(every_term(get_profile("durable"), disk_hold=0.3))

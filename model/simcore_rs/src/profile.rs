@@ -150,7 +150,8 @@ impl Profile {
     }
 
     pub fn contention_cpu(&self, c: &Cols, i: usize, workers: usize) -> f64 {
-        if self.coordination_thread == 0.0 || workers <= 1 {
+        // none on one core: no thread waits while the one it waits for runs elsewhere
+        if self.coordination_thread == 0.0 || workers <= 1 || self.cores == Some(1) {
             return 0.0;
         }
         self.coordination_thread * (workers - 1) as f64 * Self::txn_events(c, i) as f64
