@@ -520,7 +520,8 @@ $(eval $(call q16_vm_rehearsal,q16-vm3,traces/calibration/lag_check_q16_vm3))
 # relaxed-drain-arrivals (~6 min): relaxed drains with and without arrivals; one-core-cpu
 # (~14 min): a registered model change tested on repeated closed drains; one-core-threads
 # (~11 min): a one-core replica's CPU a transaction as the workers grow to 16; one-core-contention
-# (~18 min): the registered test of no contention CPU on one core.
+# (~18 min): the registered test of no contention CPU on one core; one-core-worker-cpu (~17 min):
+# the registered test of no parallel-mode worker CPU per event on one core.
 define lag_check_study
 $(1) = traces/calibration/$(2)
 .PHONY: $(3) $(3)-report
@@ -535,6 +536,7 @@ $(eval $(call lag_check_study,RELAXED_DRAIN_ARRIVALS,relaxed_drain_arrivals,rela
 $(eval $(call lag_check_study,ONE_CORE_CPU,one_core_cpu,one-core-cpu,4321))
 $(eval $(call lag_check_study,ONE_CORE_THREADS,one_core_threads,one-core-threads,4331))
 $(eval $(call lag_check_study,ONE_CORE_CONTENTION,one_core_contention,one-core-contention,4341))
+$(eval $(call lag_check_study,ONE_CORE_WORKER_CPU,one_core_worker_cpu,one-core-worker-cpu,4351))
 
 # The rig's noise floor: each campaign's unchanged repeats predicted from each other (what a
 # perfect model would score on this host; docs/lag-check.md, "The rig's noise floor"; seconds)
