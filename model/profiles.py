@@ -116,7 +116,9 @@ class Profile:
     # probe when it is slower than the single write (docs/lag.md).
     disk_write_iops: float | None = None
     # `coordination_event`: worker CPU per binlog event in parallel mode, on top of
-    # `coordination` per transaction, on the worker's path. `coordination_thread`: CPU per event
+    # `coordination` per transaction, on the worker's path; none on one core, where the driver
+    # fills a worker's queue while it is off the core and no event is handed across cores
+    # (registered and tested in traces/calibration/one_core_worker_cpu). `coordination_thread`: CPU per event
     # per worker thread beyond the first that the replica burns while threads wait for each
     # other (spinning on mutexes, futex wake-ups: what its CPU counters show growing with the
     # thread count), every configured thread, with a core or not, on two cores and more:
@@ -204,10 +206,11 @@ class Profile:
         return self.dispatch + per_event * txn_events(txn)
 
     def parallel_exec(self, txn, exec_cost: float, workers: int) -> float:
-        """A worker's time for `txn` in parallel mode: its serial execution, plus coordination,
-        minus the part the group-commit leader does for it (`member_cost`)."""
+        """A worker's time for `txn` in parallel mode: its serial execution, plus coordination
+        (per event only with a second core), minus the part the group-commit leader does for
+        it (`member_cost`)."""
         extra = self.coordination - self.member_cost(txn)
-        if self.coordination_event:
+        if self.coordination_event and self.cores != 1:
             extra += self.coordination_event * txn_events(txn)
         if self.shared_lock_thread and workers > 1:
             extra += self.shared_lock_thread * (self.running_workers(workers) - 1)

@@ -38,6 +38,17 @@ def test_contention_needs_a_second_core():
     assert replace(p, cores=1).contention_cpu(txn, 1) == 0.0
 
 
+def test_the_worker_cpu_per_event_needs_a_second_core():
+    """coordination_event per binlog event on every parallel transaction on two cores and
+    more; none on one core (registered in traces/calibration/one_core_worker_cpu)."""
+    txn = workload(n=1)[0]                      # 5 events
+    p = replace(get_profile("durable-mariadb"), coordination_event=2.0, coordination=0.0,
+                commit_serial=0.0, commit_byte=0.0, shared_lock_thread=0.0)
+    for cores in (2, 16, None):
+        assert replace(p, cores=cores).parallel_exec(txn, 100.0, 4) == pytest.approx(110.0)
+    assert replace(p, cores=1).parallel_exec(txn, 100.0, 4) == pytest.approx(100.0)
+
+
 def _with_others(window, txns, profile, background_us, io_us=3.0):
     """`window` with the process's and IO thread's CPU a replica gives whose other threads
     spend `background_us` a transaction applied (and its IO thread `io_us`)."""

@@ -127,7 +127,8 @@ impl Profile {
 
     pub fn parallel_exec(&self, c: &Cols, i: usize, exec_cost: f64, workers: usize) -> f64 {
         let mut extra = self.coordination - self.member_cost(c, i);
-        if self.coordination_event != 0.0 {
+        // per event only with a second core: no cross-core hand-off on one
+        if self.coordination_event != 0.0 && self.cores != Some(1) {
             extra += self.coordination_event * Self::txn_events(c, i) as f64;
         }
         if self.shared_lock_thread != 0.0 && workers > 1 {
