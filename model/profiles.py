@@ -118,10 +118,10 @@ class Profile:
     # `coordination_event`: worker CPU per binlog event in parallel mode, on top of
     # `coordination` per transaction, on the worker's path; none on one core, where the driver
     # fills a worker's queue while it is off the core and no event is handed across cores
-    # (registered and tested in traces/calibration/one_core_worker_cpu). `coordination_thread`: CPU per event
-    # per worker thread beyond the first that the replica burns while threads wait for each
-    # other (spinning on mutexes, futex wake-ups: what its CPU counters show growing with the
-    # thread count), every configured thread, with a core or not, on two cores and more:
+    # (registered and tested in traces/calibration/one_core_worker_cpu).
+    # `coordination_thread`: CPU per event per worker thread beyond the first that the replica
+    # burns while threads wait for each other (spinning on mutexes, futex wake-ups: what its
+    # CPU counters show growing with the thread count), every configured thread, with a core or not, on two cores and more:
     # counting only those that can run at once (min(W, cores) - 1) took the 2-core VM's
     # held-out check from 8% to 27% (docs/lag-check/one-core-cpu.md). None on one core: a
     # thread waits there only for one that is not running (registered and tested in
