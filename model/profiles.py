@@ -120,11 +120,11 @@ class Profile:
     # fills a worker's queue while it is off the core and no event is handed across cores
     # (registered and tested in traces/calibration/one_core_worker_cpu).
     # `coordination_thread`: CPU per event per worker thread beyond the first that the replica
-    # burns while threads wait for each other (spinning on mutexes, futex wake-ups: what its
-    # CPU counters show growing with the thread count), every configured thread, with a core
-    # or not, on two cores and more: counting only those that can run at once (min(W, cores) - 1) took the 2-core VM's
-    # held-out check from 8% to 27% (docs/lag-check/one-core-cpu.md). None on one core: a
-    # thread waits there only for one that is not running (registered and tested in
+    # burns while threads wait for each other (spinning on mutexes, futex wake-ups: what its CPU
+    # counters show growing with the thread count), every configured thread, with a core or not,
+    # on two cores and more: counting only those that can run at once (min(W, cores) - 1) took
+    # the 2-core VM's held-out check from 8% to 27% (docs/lag-check/one-core-cpu.md). None on
+    # one core: a thread waits there only for one that is not running (registered and tested in
     # traces/calibration/one_core_contention). It holds a core after the commit but lengthens no
     # transaction's path: it costs time only when the cores run out (MariaDB; with cores
     # modelled).
