@@ -66,8 +66,7 @@ def measured(folder: str = FOLDER, durability: str = "durable",
     return out
 
 
-def steal_effect(durability: str = "durable", cut: float = 0.5,
-                 folder: str = FOLDER) -> dict:
+def steal_effect(durability: str, cut: float, folder: str = FOLDER) -> dict:
     """How far the runs with CPU steal at or above `cut` (%) lie from their configuration's median
     apply time, against the runs below it: counts and the median signed deviation of each."""
     rows = load_rows(folder, durability)
