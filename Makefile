@@ -74,7 +74,7 @@ help:
 	@echo "                travel; lag-check-device-unpack FETCHED=DIR: a campaign the machine sent back"
 	@echo "make lag-check-q16-report  campaign Q16 (pre-registered): F's rig on a lent 16-core machine"
 	@echo "make lag-check-q16-vm  Q16's runs and rule on this VM through the lent machine's script (~9 min"
-	@echo "                under MEASURE; its rehearsal); lag-check-q16-vm-report: its table; lag-check-q16-vm2, -vm3: again"
+	@echo "                under MEASURE; its rehearsal); lag-check-q16-vm-report: its table; lag-check-q16-vm2, -vm3, -vm4: again"
 	@echo "make one-core-cpu  a registered model change tested on 21 closed drains (~14 min under MEASURE;"
 	@echo "                one-core-cpu-report: its table; docs/lag-check/one-core-cpu.md)"
 	@echo "make host-pace  the host loop beside the replica's apply pace, and PACE_ELASTICITY fitted (seconds)"
@@ -502,7 +502,8 @@ endef
 # A rehearsal's targets: $(1) its name (lag-check-$(1), lag-check-$(1)-report), $(2) its folder;
 # its table between its markers in docs/lag-check/lent-machine.md. q16-vm: the first (its
 # second attempt); q16-vm2: once more, unchanged; q16-vm3: the model with calibrate measuring
-# the server's other threads (each registered before it ran)
+# the server's other threads; q16-vm4: the model with the one-core changes C and D (each
+# registered before it ran)
 define q16_vm_rehearsal
 .PHONY: lag-check-$(1) lag-check-$(1)-report
 lag-check-$(1): python-deps
@@ -514,6 +515,7 @@ endef
 $(eval $(call q16_vm_rehearsal,q16-vm,$(LAG_CHECK_Q16_VM)))
 $(eval $(call q16_vm_rehearsal,q16-vm2,traces/calibration/lag_check_q16_vm2))
 $(eval $(call q16_vm_rehearsal,q16-vm3,traces/calibration/lag_check_q16_vm3))
+$(eval $(call q16_vm_rehearsal,q16-vm4,traces/calibration/lag_check_q16_vm4))
 
 # Development measurements on the lag-check rig without doc markers (each folder's README says
 # what and why, written before it ran): $(3) measures under MEASURE, then $(3)-report.
