@@ -18,7 +18,7 @@ TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
         tlc score bench bench-day mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
-        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-m lag-check-m-report lag-check-n lag-check-n-report lag-check-o lag-check-o-report lag-check-p lag-check-p-report lag-check-p-no-host-pace host-pace lag-noise-floor lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share probe-cores
+        lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-m lag-check-m-report lag-check-n lag-check-n-report lag-check-o lag-check-o-report lag-check-p lag-check-p-report lag-check-p-no-host-pace host-pace lag-noise-floor lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share probe-cores cpu-by-durability
 
 help:
 	@echo "make setup      install everything (Python venv, Java check, TLC jar, graphviz, mariadb-client); idempotent"
@@ -88,6 +88,8 @@ help:
 	@echo "                and on one core (~2 min under MEASURE); disk-hold-drains: closed drains between two"
 	@echo "                probes, the model with and without the probed hold beside (root; ~90 s)"
 	@echo "make relaxed-drains  J's and I's relaxed drains, one profile term changed at a time (~20 min)"
+	@echo "make redo-write-cpu  what a relaxed redo write costs the appliers: drains with the redo log written"
+	@echo "                at commit and not (~8 min under MEASURE); cpu-by-durability: the stored campaigns' serial CPU"
 	@echo "make hold-share every stored overlap probe read as disk_hold (µs) and as disk_hold_share (~10 s)"
 	@echo "make probe-cores calibrate's O_DIRECT write probe on a busy core and on a free one (~10 s under MEASURE)"
 	@echo "make lag-check-g  campaign G: the replica on an IOPS-capped disk (root: cgroup v1 blkio;"
@@ -539,6 +541,24 @@ $(eval $(call lag_check_study,ONE_CORE_CPU,one_core_cpu,one-core-cpu,4321))
 $(eval $(call lag_check_study,ONE_CORE_THREADS,one_core_threads,one-core-threads,4331))
 $(eval $(call lag_check_study,ONE_CORE_CONTENTION,one_core_contention,one-core-contention,4341))
 $(eval $(call lag_check_study,ONE_CORE_WORKER_CPU,one_core_worker_cpu,one-core-worker-cpu,4351))
+
+# What a relaxed commit's redo writes cost the appliers (traces/calibration/redo_write_cpu/README.md,
+# written before it ran; ~8 min under MEASURE): calibrate's write probe on an idle and a busy
+# core, then closed drains with innodb_flush_log_at_trx_commit 2 and 0 side by side.
+REDO_WRITE_CPU = traces/calibration/redo_write_cpu
+.PHONY: redo-write-cpu redo-write-cpu-report
+redo-write-cpu: python-deps
+	$(MEASURE) $(PY) traces/record/io_cpu_busy.py --dir /tmp --cpu 1 --rounds 6 --out $(REDO_WRITE_CPU)/probes.json
+	$(call lag_check_measure,$(REDO_WRITE_CPU),4361)
+	gzip -9n $(REDO_WRITE_CPU)/runs/*/samples.csv
+	$(MAKE) redo-write-cpu-report
+redo-write-cpu-report: python-deps
+	$(PY) traces/record/redo_write_cpu.py $(REDO_WRITE_CPU) > $(REDO_WRITE_CPU)/report.md
+	cat $(REDO_WRITE_CPU)/report.md
+# What durability changes in a one-core replica's serial CPU, every stored campaign against the
+# model's durable -> relaxed rule (seconds; no measuring)
+cpu-by-durability: python-deps
+	$(PY) traces/record/cpu_by_durability.py
 
 # The rig's noise floor: each campaign's unchanged repeats predicted from each other (what a
 # perfect model would score on this host; docs/lag-check.md, "The rig's noise floor"; seconds)

@@ -55,6 +55,10 @@ SYNC_SETTINGS = {  # the replica's durability settings
     # commit leader does for every member one after the other
     "no_binlog": {"sync_binlog": "0", "innodb_flush_log_at_trx_commit": "2",
                   "log_slave_updates": "OFF"},
+    # measurement only (traces/calibration/redo_write_cpu): no redo write at commit at all (InnoDB
+    # writes the log about once a second), to weigh what a relaxed commit's writes cost the
+    # appliers; no profile predicts it
+    "lazy": {"sync_binlog": "0", "innodb_flush_log_at_trx_commit": "0"},
 }
 COUNTERS = ("slave_retried_transactions", "binlog_commits", "binlog_group_commits",
             "binlog_group_commit_trigger_count", "binlog_group_commit_trigger_timeout",
