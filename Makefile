@@ -87,7 +87,8 @@ help:
 	@echo "make disk-hold-probe  the disk's serial part (disk_hold), calibrate's probe three times, free"
 	@echo "                and on one core (~2 min under MEASURE); disk-hold-drains: closed drains between two"
 	@echo "                probes, the model with and without the probed hold beside (root; ~90 s)"
-	@echo "make relaxed-drains  J's and I's relaxed drains, one profile term changed at a time (~20 min)"
+	@echo "make relaxed-drains  J's and I's relaxed drains, one profile term changed at a time (~20 min;"
+	@echo "                RELAXED_DRAINS='DIR ...' for other campaigns)"
 	@echo "make redo-write-cpu  what a relaxed redo write costs the appliers: drains with the redo log written"
 	@echo "                at commit and not (~8 min under MEASURE); cpu-by-durability: the stored campaigns' serial CPU"
 	@echo "make hold-share every stored overlap probe read as disk_hold (µs) and as disk_hold_share (~10 s)"
@@ -415,8 +416,9 @@ disk-hold-drains: python-deps
 
 # Why the relaxed parallel drains are slow in the model (docs/lag-check/relaxed-drains-model.md): an ablation over
 # the stored campaigns' relaxed drains, no measuring.
+RELAXED_DRAINS ?= $(LAG_CHECK_J) $(LAG_CHECK_I)
 relaxed-drains: python-deps
-	$(PY) traces/record/relaxed_drains.py $(LAG_CHECK_J) $(LAG_CHECK_I)
+	$(PY) traces/record/relaxed_drains.py $(RELAXED_DRAINS)
 
 hold-share: python-deps
 	$(PY) traces/record/hold_share.py

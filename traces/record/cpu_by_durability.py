@@ -12,8 +12,12 @@ durable and relaxed, and what the model takes away from a serial transaction goi
 to relaxed (`Profile.with_durability`: the redo write + sync and the binlog sync, `commit_cpu` +
 `sync_cpu`, replaced by two redo writes, 2 x `log_write_cpu`), at the profile's own pace (the
 runs are replayed at the pace read before each, within about 15% of it); the server's other
-threads (process less appliers less IO thread); and the relaxed parallel drains' appliers. No
-model, no fit: stored counters and stored profiles. Markdown on stdout.
+threads (process less appliers less IO thread); and the relaxed parallel drains' appliers.
+Then, per campaign, every drain's applier CPU a transaction against its voluntary switches a
+transaction (each time an applier thread went to sleep), a least-squares line: what a sleep
+costs the thread that wakes (traces/calibration/redo_write_cpu, whose `lazy` drains never
+sleep on a commit, is among them). No model: stored counters and stored profiles. Markdown on
+stdout.
 """
 from __future__ import annotations
 
@@ -98,6 +102,41 @@ def table(folders: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def drain_counters(folder: str) -> list[tuple[float, float]]:
+    """(voluntary switches, applier CPU µs) a transaction of each drain with the rig's thread
+    counters: from the campaign's report, or read from its runs when it has none."""
+    path = os.path.join(folder, "results.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            report = json.load(f)
+        rows = report.get("rows", []) if isinstance(report, dict) else []
+        found = [(r.get("measured") or {}).get("threads_in_drain") for r in rows]
+        return [(t["applier_switches_per_txn"], t["applier_cpu_us_per_txn"]) for t in found if t]
+    sys.path.insert(0, os.path.join(ROOT, "traces", "record"))
+    from redo_write_cpu import drains
+    return [(v["switches"], v["appliers"]) for v in drains(folder).values()]
+
+
+def switch_table(folders: list[str]) -> str:
+    import numpy as np
+    lines = ["| campaign | drains | applier CPU µs/txn at no sleep (intercept) | µs a sleep (slope) "
+             "| R² | voluntary switches/txn |", "|---|---|---|---|---|---|"]
+    for folder in folders:
+        pts = drain_counters(folder)
+        if len(pts) < 6:
+            continue
+        x, y = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+        if x.max() - x.min() < 1.0:
+            continue
+        design = np.vstack([np.ones_like(x), x]).T
+        (a, b), *_ = np.linalg.lstsq(design, y, rcond=None)
+        fit = design @ np.array([a, b])
+        r2 = 1 - ((y - fit) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+        lines.append(f"| {os.path.basename(folder)} | {len(pts)} | {a:.0f} | {b:.1f} | {r2:.2f} | "
+                     f"{x.min():.1f}-{x.max():.1f} |")
+    return "\n".join(lines) + "\n"
+
+
 def default_folders() -> list[str]:
     return sorted(os.path.dirname(p) for p in
                   glob.glob(os.path.join(ROOT, "traces", "calibration", "*", "results.json")))
@@ -108,11 +147,17 @@ def main(argv=None) -> int:
     ap.add_argument("campaigns", nargs="*", metavar="CAMPAIGN_DIR")
     a = ap.parse_args(argv)
     for folder in a.campaigns:
-        if not os.path.isfile(os.path.join(folder, "results.json")):
-            print(f"cpu_by_durability: {folder}: no results.json (not a lag_check campaign "
-                  f"folder, or not reported yet)", file=sys.stderr)
+        if not (os.path.isfile(os.path.join(folder, "results.json"))
+                or os.path.isdir(os.path.join(folder, "runs"))):
+            print(f"cpu_by_durability: {folder}: neither results.json nor runs/ (not a "
+                  f"lag_check campaign folder)", file=sys.stderr)
             return 2
-    sys.stdout.write(table(a.campaigns or default_folders()))
+    folders = a.campaigns or default_folders()
+    sys.stdout.write(table(folders))
+    extra = os.path.join(ROOT, "traces", "calibration", "redo_write_cpu")
+    if not a.campaigns and os.path.isdir(os.path.join(extra, "runs")):
+        folders = folders + [extra]
+    sys.stdout.write("\n" + switch_table(folders))
     return 0
 
 

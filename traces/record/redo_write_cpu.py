@@ -86,6 +86,43 @@ def table(found: dict, probes: dict | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+# What the probe (calibrate's `io_cpu_us`, idle core) says a transaction's IO costs its thread,
+# by durability: relaxed two O_DIRECT writes (serial); durable the redo write with its sync and
+# the binlog's append with its sync
+PROBED_IO = {"relaxed": lambda m: 2 * m["direct_write"]["cpu_us"],
+             "durable": lambda m: m["direct_write_sync"]["cpu_us"] + m["append_sync"]["cpu_us"]}
+
+
+def by_durability(found: dict, probes: dict | None) -> str:
+    """Serial drains by durability, medians over their rounds: the IO's CPU as the appliers'
+    CPU above the lazy drains', beside the probe's, and per voluntary switch."""
+    serial = {}
+    for (dur, mode, threads, _), v in found.items():
+        if mode == "serial":
+            serial.setdefault(dur, []).append(v)
+    if "lazy" not in serial:
+        return ""
+    med = {d: {k: statistics.median(v[k] for v in vs) for k in vs[0]} for d, vs in serial.items()}
+    lazy = med["lazy"]
+    lines = ["| serial drains | runs | appliers' CPU µs/txn | above lazy | the probe's IO (idle core) "
+             "| above lazy / probe | voluntary switches/txn | above lazy per switch | wall µs/txn |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for dur in ("lazy", "relaxed", "durable"):
+        if dur not in med:
+            continue
+        m, above = med[dur], med[dur]["appliers"] - lazy["appliers"]
+        probe = (PROBED_IO[dur](probes["medians"]["idle"]) if probes and dur in PROBED_IO
+                 else None)
+        switches = m["switches"] - lazy["switches"]
+        lines.append(
+            f"| {dur} | {len(serial[dur])} | {m['appliers']:.0f} | "
+            + ("-" if dur == "lazy" else f"{above:.0f}") + " | "
+            + ("-" if probe is None else f"{probe:.0f}") + " | "
+            + ("-" if probe is None else f"{above / probe:.2f}") + f" | {m['switches']:.1f} | "
+            + (f"{above / switches:.0f}" if switches > 0.1 else "-") + f" | {m['wall']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("campaign", metavar="CAMPAIGN_DIR")
@@ -98,7 +135,11 @@ def main(argv=None) -> int:
     if os.path.exists(path):
         with open(path) as f:
             probes = json.load(f)
-    sys.stdout.write(table(drains(a.campaign), probes))
+    found = drains(a.campaign)
+    sys.stdout.write(table(found, probes))
+    extra = by_durability(found, probes)
+    if extra:
+        sys.stdout.write("\n" + extra)
     return 0
 
 
