@@ -29,6 +29,8 @@ import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "traces", "record"))
+from redo_write_cpu import drains  # noqa: E402
 
 
 def _median(xs):
@@ -112,8 +114,6 @@ def drain_counters(folder: str) -> list[tuple[float, float]]:
         rows = report.get("rows", []) if isinstance(report, dict) else []
         found = [(r.get("measured") or {}).get("threads_in_drain") for r in rows]
         return [(t["applier_switches_per_txn"], t["applier_cpu_us_per_txn"]) for t in found if t]
-    sys.path.insert(0, os.path.join(ROOT, "traces", "record"))
-    from redo_write_cpu import drains
     return [(v["switches"], v["appliers"]) for v in drains(folder).values()]
 
 

@@ -24,11 +24,11 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from lag_check import measured  # noqa: E402
 
 
 def drains(campaign: str) -> dict:
     """(durability, mode, threads, round) -> the drain's figures."""
-    from lag_check import measured
     out = {}
     runs = os.path.join(campaign, "runs")
     for name in sorted(os.listdir(runs)):
