@@ -43,7 +43,8 @@ class Columns:
     unknown (trace format version 2, model/keys.py: a run that needs keys then goes to the
     reference, whose guard names the tables; a slice keeps its whole trace's answer)."""
 
-    __slots__ = ("n", "seq0", "arrays", "keys", "replica_locks", "schemas", "keys_unknown")
+    __slots__ = ("n", "seq0", "arrays", "keys", "replica_locks", "schemas", "keys_unknown",
+                 "laps", "file_step", "cid_step")
 
     def __init__(self, n: int, seq0: int | None, arrays: dict, keys: list[str],
                  replica_locks: bool, schemas: list[str] | None = None,
@@ -52,12 +53,17 @@ class Columns:
         self.replica_locks = replica_locks
         self.schemas = schemas or []          # schema names by id (s_ids)
         self.keys_unknown = keys_unknown
+        # a lapped view (`lapped`): `arrays` hold one lap of n / laps transactions, lap k's
+        # binlog files moved by k * file_step and its commit ids by k * cid_step
+        self.laps, self.file_step, self.cid_step = 1, 0, 0
 
     def __len__(self) -> int:
         return self.n
 
     def slice(self, start: int, count: int) -> "Columns":
         """Transactions start .. start + count - 1 (positions), without copying."""
+        if self.laps != 1:
+            raise ValueError("a lapped view of columns cannot be sliced")
         start = max(0, min(start, self.n))
         end = max(start, min(start + count, self.n))
         arrays = {}
@@ -76,36 +82,20 @@ class Columns:
     def lapped(self, laps: int) -> "Columns":
         """The trace replayed `laps` times one after the other, as replay.lapped makes it: lap k
         continues the seqs, moves its binlog files past the last lap's and its commit ids past
-        the last lap's largest (clocks are per file, so they stay)."""
+        the last lap's largest (clocks are per file, so they stay). A view: the arrays are this
+        lap's, not copied; only the compiled core reads it (model/engine.py), lap by lap."""
+        if self.laps != 1:
+            raise ValueError("a lapped view of columns cannot be lapped again")
         if laps == 1:
             return self
         a = self.arrays
-        out = {}
-        max_file = int(a["file"].max()) if self.n else 0
-        for name, col in a.items():
-            if col is None or name in ("w_off", "w_keys", "s_off", "s_ids"):
-                continue
-            if name == "file":
-                out[name] = np.concatenate([col + k * max_file for k in range(laps)])
-            elif name == "commit_id":
-                shift = int(col.max()) + 1 if self.n else 1
-                out[name] = np.concatenate([np.where(col < 0, col, col + k * shift)
-                                            for k in range(laps)])
-            else:
-                out[name] = np.tile(col, laps)
-        for name, col in a.items():
-            out.setdefault(name, None if col is None else col)
-        for off, ids in (("w_off", "w_keys"), ("s_off", "s_ids")):
-            if a.get(off) is None:
-                continue
-            base = int(a[off][0])
-            used = a[ids][base:int(a[off][-1])]
-            rel = a[off] - base
-            out[ids] = np.tile(used, laps)
-            out[off] = np.concatenate([rel[:-1] + k * len(used) for k in range(laps)]
-                                      + [np.array([laps * len(used)], np.int64)])
-        return Columns(self.n * laps, self.seq0, out, self.keys, self.replica_locks,
+        view = Columns(self.n * laps, self.seq0, a, self.keys, self.replica_locks,
                        self.schemas, self.keys_unknown)
+        view.laps = laps
+        view.file_step = int(a["file"].max()) if self.n else 0
+        cid = a.get("commit_id")
+        view.cid_step = (int(cid.max()) + 1 if self.n else 1) if cid is not None else 0
+        return view
 
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays.values() if a is not None)

@@ -130,12 +130,16 @@ def arrival_array(columns, arrival) -> np.ndarray | None:
 
 
 def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker_options=None,
-             applier_options=None, arrival=None, schedule: bool = False, watch=()) -> dict:
+             applier_options=None, arrival=None, schedule: bool = False, watch=(),
+             times_only: bool = False) -> dict:
     """One run in the core: a dict of RunMetrics' sums (count, busy, held, transactions,
     makespan, retries, wasted), `blocked` by cause, `watched`: the commit times of the
     positions in `watch` (NaN: never committed) and, with `schedule`, the per-transaction
-    arrays (dispatch, start, exec_end, commit: float64; worker: int32 from 1; retries_each).
-    Raises SchedulerError (a tracker that cannot feed the trace) or simcore.Deadlock."""
+    arrays (dispatch, start, exec_end, commit: float64; worker: int32 from 1; retries_each);
+    with `times_only` too, only dispatch, exec and commit (what a replay reads, a third of the
+    memory). `columns` may be a lapped view (`Columns.lapped`): the core reads its laps from
+    the one lap's arrays. Raises SchedulerError (a tracker that cannot feed the trace) or
+    simcore.Deadlock."""
     from .schedulers import SchedulerError
     from .simcore import Deadlock
     from .trackers import TRACKER_BUGS
@@ -147,14 +151,19 @@ def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker
                              dict(tracker_options or {}), sched.applier or "serial", workers,
                              profile_terms(profile), opts,
                              sorted(frozenset(bugs) - TRACKER_BUGS),
-                             arrival_array(columns, arrival), schedule, list(watch))
+                             arrival_array(columns, arrival), schedule, list(watch),
+                             lap_base=columns.n // columns.laps, file_step=columns.file_step,
+                             cid_step=columns.cid_step, times_only=times_only)
     except _core.TrackerUnfit as e:
         raise SchedulerError(str(e)) from None
     except _core.Deadlock as e:
         raise Deadlock(str(e)) from None
     except _core.EngineError as e:
         raise EngineError(str(e)) from None
-    if schedule:
+    if schedule and times_only:
+        for name in ("dispatch", "commit", "exec"):
+            out[name] = np.frombuffer(out[name], np.float64)
+    elif schedule:
         for name in ("dispatch", "start", "exec_end", "commit", "exec", "ready", "wasted_each"):
             out[name] = np.frombuffer(out[name], np.float64)
         out["worker"] = np.frombuffer(out["worker"], np.int32)

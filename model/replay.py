@@ -346,9 +346,10 @@ class Replayer:
     def _compiled(self, laps: int, arrive: np.ndarray | None, watch=None) -> dict | None:
         """The replay in the compiled core (model/engine.py) when the engine is "compiled", the
         transactions carry their columns and the core has this run; else None (the
-        reference's). With arrivals, the whole schedule comes back, or with `watch` only the
-        commit times of those positions (`watched`). The lapped trace is made once for a run
-        of laps after another of as many (a headroom search makes a dozen of two)."""
+        reference's). With arrivals, the schedule's times that a Lap holds come back (dispatch,
+        exec, commit), or with `watch` only the commit times of those positions (`watched`).
+        The lapped trace is a view of the trace's columns that the core reads lap by lap, not
+        a copy of them (a drain replays up to DRAIN_MAX_TRANSACTIONS)."""
         from . import engine
         from .schedulers import parse_scheduler
         if engine.default() != "compiled":
@@ -366,7 +367,7 @@ class Replayer:
                                bugs=self.bugs, tracker_options=self.tracker_options,
                                applier_options=self.applier_options, arrival=arrive,
                                schedule=arrive is not None and watch is None,
-                               watch=watch or ())
+                               watch=watch or (), times_only=True)
 
     def closed_makespan(self) -> float:
         """The time to apply the whole trace when it is all there at once (score's makespan);
@@ -449,6 +450,16 @@ class Replayer:
                 hi = mid
         return lo, False
 
+    def drain_laps(self, backlog: float, at: float, headroom: float) -> tuple[int, int]:
+        """(the laps a drain replays first, the most it may replay) for a stop of `backlog`
+        from `at` (µs) at `headroom` > 1: the straight line's estimate twice over, never more
+        laps than DRAIN_MAX_TRANSACTIONS hold (a long stop on a short trace at a headroom near
+        1 asks for millions of laps, to be replayed whole: memory, hours)."""
+        n, period = self.times.count, self.times.period
+        estimate = backlog / (headroom - 1.0)
+        most = max(2, DRAIN_MAX_TRANSACTIONS // n)
+        return min(max(2, math.ceil((at + backlog + 2 * estimate) / period) + 1), most), most
+
     def drain(self, backlog: float, at: float = 0.0, headroom: float | None = None,
               closed: bool = False) -> tuple[float | None, str | None]:
         """The SQL thread stopped from source time `at` for `backlog` (µs), then restarted:
@@ -469,11 +480,7 @@ class Replayer:
             headroom, _ = self.headroom()
         if headroom <= 1.0:
             return None, "the replica does not keep up with the source's pace: it never drains"
-        estimate = backlog / (headroom - 1.0)
-        # never more laps than the horizon holds: a long stop on a short trace at a headroom
-        # near 1 asks for millions of laps, to be replayed whole (memory, hours)
-        most = max(2, DRAIN_MAX_TRANSACTIONS // n)
-        laps = min(max(2, math.ceil((restart + 2 * estimate) / period) + 1), most)
+        laps, most = self.drain_laps(backlog, at, headroom)
         tol = max(self.jitter(), 1e-3 * backlog)
         while True:
             base = self.replay(1.0, laps)

@@ -819,7 +819,18 @@ pub struct Sink {
     pub watched: Vec<f64>,
 }
 
+/// What a run keeps of each transaction: nothing, its times (dispatch, execution, commit: what
+/// a replay reads, model/replay.py), or the whole schedule.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    Nothing,
+    Times,
+    Full,
+}
+
 pub struct Schedule {
+    /// the whole schedule, or (Record::Times) only `exec`, `dispatch` and `commit`, the rest empty
+    pub full: bool,
     pub dep_a: Vec<i64>,
     pub dep_b: Vec<i64>,
     pub flags: Vec<u8>,
@@ -836,21 +847,24 @@ pub struct Schedule {
 }
 
 impl Sink {
-    pub fn new(workers: usize, n: usize, schedule: bool) -> Sink {
+    pub fn new(workers: usize, n: usize, record: Record) -> Sink {
+        // the columns a times-only run leaves empty
+        let m = if record == Record::Full { n } else { 0 };
         Sink {
             count: vec![0; workers], busy: vec![0.0; workers], held: vec![0.0; workers],
             transactions: 0, makespan: 0.0, retries: 0, wasted: 0.0,
-            schedule: if schedule {
-                Some(Schedule {
-                    dep_a: vec![0; n], dep_b: vec![0; n], flags: vec![0; n],
-                    spec_wait: vec![0; n],
-                    exec: vec![f64::NAN; n], ready: vec![f64::NAN; n], wasted: vec![0.0; n],
-                    dispatch: vec![f64::NAN; n], start: vec![f64::NAN; n],
-                    exec_end: vec![f64::NAN; n], commit: vec![f64::NAN; n], worker: vec![0; n],
-                    retries: vec![0; n],
-                })
-            } else {
+            schedule: if record == Record::Nothing {
                 None
+            } else {
+                Some(Schedule {
+                    full: record == Record::Full,
+                    dep_a: vec![0; m], dep_b: vec![0; m], flags: vec![0; m],
+                    spec_wait: vec![0; m],
+                    exec: vec![f64::NAN; n], ready: vec![f64::NAN; m], wasted: vec![0.0; m],
+                    dispatch: vec![f64::NAN; n], start: vec![f64::NAN; m],
+                    exec_end: vec![f64::NAN; m], commit: vec![f64::NAN; n], worker: vec![0; m],
+                    retries: vec![0; m],
+                })
             },
             watch: Vec::new(),
             watched: Vec::new(),
@@ -883,19 +897,21 @@ impl Sink {
         }
         if let Some(s) = &mut self.schedule {
             let i = run.idx;
-            s.dep_a[i] = run.dep_a;
-            s.dep_b[i] = run.dep_b;
-            s.flags[i] = run.flags;
-            s.spec_wait[i] = run.spec_wait as u8;
             s.exec[i] = run.exec;
-            s.ready[i] = run.ready;
-            s.wasted[i] = run.wasted;
             s.dispatch[i] = run.dispatch;
-            s.start[i] = run.start;
-            s.exec_end[i] = run.exec_end;
             s.commit[i] = run.commit;
-            s.worker[i] = w as i32 + 1;
-            s.retries[i] = run.retries;
+            if s.full {
+                s.dep_a[i] = run.dep_a;
+                s.dep_b[i] = run.dep_b;
+                s.flags[i] = run.flags;
+                s.spec_wait[i] = run.spec_wait as u8;
+                s.ready[i] = run.ready;
+                s.wasted[i] = run.wasted;
+                s.start[i] = run.start;
+                s.exec_end[i] = run.exec_end;
+                s.worker[i] = w as i32 + 1;
+                s.retries[i] = run.retries;
+            }
         }
     }
 }

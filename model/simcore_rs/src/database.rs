@@ -44,7 +44,7 @@ enum Choice {
 
 impl<'a> Database<'a> {
     pub fn new(c: &'a Cols<'a>, p: &'a Profile, tracker: Tracker<'a>, workers: usize,
-               checkpoint_group: usize, arrival: Option<&'a [f64]>, schedule: bool)
+               checkpoint_group: usize, arrival: Option<&'a [f64]>, schedule: Record)
                -> Database<'a> {
         let cpus = p.cores.filter(|&k| k > 0).map(|k| CpuPool::new(k, p.per_core_queues));
         let member = if p.commit_serial != 0.0 || p.commit_byte != 0.0 {

@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::cols::Cols;
-use crate::core::{SimError, Sink, CAUSE_NAMES, N_CAUSES};
+use crate::core::{Record, SimError, Sink, CAUSE_NAMES, N_CAUSES};
 use crate::profile::Profile;
 use crate::trackers::{Kind, Tracker};
 
@@ -159,7 +159,7 @@ struct Outcome {
     blocked: [f64; N_CAUSES],
 }
 
-fn serial(c: &Cols, p: &Profile, workers: usize, arrival: Option<&[f64]>, schedule: bool,
+fn serial(c: &Cols, p: &Profile, workers: usize, arrival: Option<&[f64]>, schedule: Record,
           watch: &[usize]) -> Outcome {
     let mut sink = Sink::new(workers, c.n, schedule);
     sink.set_watch(watch);
@@ -200,7 +200,7 @@ fn serial(c: &Cols, p: &Profile, workers: usize, arrival: Option<&[f64]>, schedu
 
 #[allow(clippy::too_many_arguments)]
 fn run_core(c: &Cols, p: &Profile, tracker: Option<Kind>, applier: &str, workers: usize,
-            aopts: &AOpts, bugs: &[String], arrival: Option<&[f64]>, schedule: bool,
+            aopts: &AOpts, bugs: &[String], arrival: Option<&[f64]>, schedule: Record,
             watch: &[usize]) -> Result<Outcome, SimError> {
     let has = |b: &str| bugs.iter().any(|x| x == b);
     let kind_is = tracker.as_ref().map(|k| matches!(k, Kind::Database));
@@ -253,6 +253,15 @@ fn f64_bytes<'py>(py: Python<'py>, v: &[f64]) -> Bound<'py, PyBytes> {
     PyBytes::new_bound(py, &bytes)
 }
 
+/// How the columns are read lap after lap (`Cols`): one lap of `base` transactions, the binlog
+/// files and commit ids of lap k moved by k steps.
+#[derive(Clone, Copy)]
+struct Lap {
+    base: usize,
+    file_step: i64,
+    cid_step: i64,
+}
+
 /// The columns' buffers, held while a call reads them.
 struct Buffers {
     file: Option<PyBuffer<i64>>, lc: Option<PyBuffer<i64>>, sn: Option<PyBuffer<i64>>,
@@ -279,32 +288,41 @@ impl Buffers {
     }
 
     fn cols(&self, n: usize, seq0: i64) -> PyResult<Cols<'_>> {
-        let file = slice(&self.file, n, "file")?.ok_or_else(|| PyValueError::new_err("no file column"))?;
-        let w_off = slice(&self.w_off, n + 1, "w_off")?.ok_or_else(|| PyValueError::new_err("no w_off"))?;
+        self.lapped(n, seq0, Lap { base: n, file_step: 0, cid_step: 0 })
+    }
+
+    /// The columns of `n` transactions read lap after lap from arrays of `lap.base` (`Cols`).
+    fn lapped(&self, n: usize, seq0: i64, lap: Lap) -> PyResult<Cols<'_>> {
+        let m = lap.base;
+        if m == 0 && n > 0 || m > 0 && n % m != 0 {
+            return Err(PyValueError::new_err("n is not a whole number of laps of the columns"));
+        }
+        let file = slice(&self.file, m, "file")?.ok_or_else(|| PyValueError::new_err("no file column"))?;
+        let w_off = slice(&self.w_off, m + 1, "w_off")?.ok_or_else(|| PyValueError::new_err("no w_off"))?;
         let w_keys = slice(&self.w_keys, 0, "w_keys")?.unwrap_or(&[]);
-        if w_off[n] as usize > w_keys.len() || w_off.iter().take(n + 1).any(|&o| o < 0) {
+        if w_off[m] as usize > w_keys.len() || w_off.iter().take(m + 1).any(|&o| o < 0) {
             return Err(PyValueError::new_err("w_off points past w_keys"));
         }
         let c = Cols {
-            n, seq0, file,
-            lc: slice(&self.lc, n, "last_committed")?,
-            sn: slice(&self.sn, n, "sequence_number")?,
-            cid: slice(&self.cid, n, "commit_id")?,
-            flags: slice(&self.flags, n, "flags")?,
-            bits: slice(&self.bits, n, "bits")?,
-            session: slice(&self.session, n, "session")?,
-            exec: slice(&self.exec, n, "exec")?,
-            commit: slice(&self.commit, n, "commit")?,
-            events: slice(&self.events, n, "events")?,
-            bytes: slice(&self.bytes, n, "bytes")?,
-            rows: slice(&self.rows, n, "rows")?,
-            wss: slice(&self.wss, n, "write_set_size")?,
+            n, seq0, base: m, file_step: lap.file_step, cid_step: lap.cid_step, file,
+            lc: slice(&self.lc, m, "last_committed")?,
+            sn: slice(&self.sn, m, "sequence_number")?,
+            cid: slice(&self.cid, m, "commit_id")?,
+            flags: slice(&self.flags, m, "flags")?,
+            bits: slice(&self.bits, m, "bits")?,
+            session: slice(&self.session, m, "session")?,
+            exec: slice(&self.exec, m, "exec")?,
+            commit: slice(&self.commit, m, "commit")?,
+            events: slice(&self.events, m, "events")?,
+            bytes: slice(&self.bytes, m, "bytes")?,
+            rows: slice(&self.rows, m, "rows")?,
+            wss: slice(&self.wss, m, "write_set_size")?,
             w_off, w_keys,
-            s_off: slice(&self.s_off, n + 1, "s_off")?,
+            s_off: slice(&self.s_off, m + 1, "s_off")?,
             s_ids: slice(&self.s_ids, 0, "s_ids")?,
         };
         if let (Some(o), Some(ids)) = (c.s_off, c.s_ids) {
-            if o[n] as usize > ids.len() || o.iter().take(n + 1).any(|&x| x < 0) {
+            if o[m] as usize > ids.len() || o.iter().take(m + 1).any(|&x| x < 0) {
                 return Err(PyValueError::new_err("s_off points past s_ids"));
             }
         }
@@ -322,13 +340,15 @@ impl Buffers {
 /// the whole schedule.
 #[pyfunction]
 #[pyo3(signature = (cols, n, seq0, tracker, tracker_options, applier, workers, profile,
-                    applier_options, bugs, arrival=None, schedule=false, watch=Vec::new()))]
+                    applier_options, bugs, arrival=None, schedule=false, watch=Vec::new(),
+                    lap_base=None, file_step=0, cid_step=0, times_only=false))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64,
                  tracker: Option<&str>, tracker_options: &Bound<'py, PyDict>, applier: &str,
                  workers: usize, profile: &Bound<'py, PyDict>, applier_options: &Bound<'py, PyDict>,
                  bugs: Vec<String>, arrival: Option<&Bound<'py, PyAny>>, schedule: bool,
-                 watch: Vec<usize>) -> PyResult<Bound<'py, PyDict>> {
+                 watch: Vec<usize>, lap_base: Option<usize>, file_step: i64, cid_step: i64,
+                 times_only: bool) -> PyResult<Bound<'py, PyDict>> {
     if workers < 1 {
         return Err(PyValueError::new_err("workers must be at least 1"));
     }
@@ -336,7 +356,7 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
         return Err(PyValueError::new_err("a watched position is past the trace"));
     }
     let buffers = Buffers::of(cols)?;
-    let c = buffers.cols(n, seq0)?;
+    let c = buffers.lapped(n, seq0, Lap { base: lap_base.unwrap_or(n), file_step, cid_step })?;
     let b_arrival = match arrival {
         Some(a) if !a.is_none() => Some(PyBuffer::<f64>::get_bound(a)?),
         _ => None,
@@ -347,6 +367,11 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
         None => None,
         Some(t) => Some(tracker_kind(t, tracker_options, &bugs)?),
     };
+    let record = match (schedule, times_only) {
+        (false, _) => Record::Nothing,
+        (true, true) => Record::Times,
+        (true, false) => Record::Full,
+    };
     let aopts = AOpts {
         preserve_commit_order: opt(applier_options, "preserve_commit_order", true)?,
         checkpoint_group: opt(applier_options, "checkpoint_group", 512usize)?,
@@ -354,7 +379,7 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
     };
     let result = py.allow_threads(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_core(&c, &p, kind, applier, workers, &aopts, &bugs, arrival_s, schedule, &watch)
+            run_core(&c, &p, kind, applier, workers, &aopts, &bugs, arrival_s, record, &watch)
         }))
     });
     let out = match result {
@@ -379,7 +404,12 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
     }
     d.set_item("blocked", blocked)?;
     d.set_item("watched", PyList::new_bound(py, &s.watched))?;
-    if let Some(sc) = &s.schedule {
+    if let Some(sc) = s.schedule.as_ref().filter(|sc| !sc.full) {
+        d.set_item("exec", f64_bytes(py, &sc.exec))?;
+        d.set_item("dispatch", f64_bytes(py, &sc.dispatch))?;
+        d.set_item("commit", f64_bytes(py, &sc.commit))?;
+    }
+    if let Some(sc) = s.schedule.as_ref().filter(|sc| sc.full) {
         d.set_item("dep_a", bytes_of(py, &sc.dep_a))?;
         d.set_item("dep_b", bytes_of(py, &sc.dep_b))?;
         d.set_item("dep_flags", bytes_of(py, &sc.flags))?;

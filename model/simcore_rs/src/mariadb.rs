@@ -103,7 +103,7 @@ impl<'a> Mariadb<'a> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(c: &'a Cols<'a>, p: &'a Profile, tracker: Tracker<'a>, workers: usize, level: u8,
                max_queued: usize, start_on_exec: bool, no_kill: bool,
-               arrival: Option<&'a [f64]>, schedule: bool) -> Mariadb<'a> {
+               arrival: Option<&'a [f64]>, schedule: Record) -> Mariadb<'a> {
         let cpus = p.cores.filter(|&k| k > 0).map(|k| CpuPool::new(k, p.per_core_queues));
         let has_cpus = cpus.is_some();
         let sync = p.group_sync();

@@ -74,7 +74,7 @@ impl<'a> Mysql<'a> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(c: &'a Cols<'a>, p: &'a Profile, tracker: Tracker<'a>, workers: usize,
                preserve_commit_order: bool, checkpoint_group: usize, bugs: Bugs,
-               unenforced: bool, arrival: Option<&'a [f64]>, schedule: bool) -> Mysql<'a> {
+               unenforced: bool, arrival: Option<&'a [f64]>, schedule: Record) -> Mysql<'a> {
         let ordered = preserve_commit_order && !unenforced;
         let cpus = p.cores.filter(|&k| k > 0).map(|k| CpuPool::new(k, p.per_core_queues));
         let member = if p.commit_serial != 0.0 || p.commit_byte != 0.0 {
