@@ -25,6 +25,11 @@ ratios to the targets (never asserted: the machine is shared and noisy).
    importers/mysql_writer.py), imported `--import-runs` times each, alternating: the reader's
    rate on the compressed path as a ratio to the plain path (CPU time, fastest of each), and
    the two traces alike but for each transaction's events and bytes.
+8. A long drain (`--drain DURATION`, `make bench-drain`: 20m): `commitsched lag --backlog` of a
+   generated 20,000-transaction two-client trace at W=2, where the drain's horizon is hundreds
+   of laps of the trace: its wall time and peak memory (as in 6) per transaction its first
+   attempt replays, against the 48 B that its two replays' times (source, dispatch, commit)
+   take.
 """
 from __future__ import annotations
 
@@ -238,14 +243,10 @@ def _tree_pss(pid: int) -> int:
     return total
 
 
-def day_sweep(n: int, directory: str, profile: str, log) -> dict:
-    """`commitsched score` of a generated n-transaction trace over the report's default runs,
-    timed, its processes' memory sampled every 0.2 s."""
+def _sampled_run(cmd: list[str], what: str, log) -> tuple[float, int]:
+    """Run `cmd`: (its wall time, the peak of its processes' proportional set size, sampled
+    every 0.2 s)."""
     import subprocess
-    path = ensure_trace(n, directory, log)
-    out = os.path.join(directory, f"day-{n}.json")
-    cmd = [sys.executable, "-m", "commitsched", "score", path, "--workers", "1,2,4,8,16",
-           "--profile", profile, "--json", "--quiet", "--z3-bound", "off", "-o", out]
     log("running " + " ".join(cmd))
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd)
@@ -255,7 +256,18 @@ def day_sweep(n: int, directory: str, profile: str, log) -> dict:
         time.sleep(0.2)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
-        raise SystemExit(f"bench: the day's sweep failed (exit {proc.returncode})")
+        raise SystemExit(f"bench: {what} failed (exit {proc.returncode})")
+    return wall, peak
+
+
+def day_sweep(n: int, directory: str, profile: str, log) -> dict:
+    """`commitsched score` of a generated n-transaction trace over the report's default runs,
+    timed, its processes' memory sampled every 0.2 s."""
+    path = ensure_trace(n, directory, log)
+    out = os.path.join(directory, f"day-{n}.json")
+    cmd = [sys.executable, "-m", "commitsched", "score", path, "--workers", "1,2,4,8,16",
+           "--profile", profile, "--json", "--quiet", "--z3-bound", "off", "-o", out]
+    wall, peak = _sampled_run(cmd, "the day's sweep", log)
     with open(out) as fh:
         runs = len(json.load(fh))
     row = {"transactions": n, "runs": runs, "seconds": round(wall, 1), "peak_bytes": peak,
@@ -266,6 +278,46 @@ def day_sweep(n: int, directory: str, profile: str, log) -> dict:
           f"{profile}): {wall:.1f} s = {DAY_SECONDS / wall:.2f}x the 600 s target; peak memory "
           f"(every process's proportional set size, sampled) {peak / 1e6:,.0f} MB = {peak / n:.0f} B/txn = "
           f"{DAY_BYTES_PER_TXN / (peak / n):.2f}x the 200 B/txn target")
+    return row
+
+
+DRAIN_TRACE = dict(workload="oltp_read_write", clients=2, tables=8, seed=7)
+DRAIN_FLOOR_BYTES = 48.0     # a drain's two replays keep source, dispatch, commit: 2 x 3 x 8 B
+
+
+def long_drain(n: int, backlog: str, directory: str, profile: str, log) -> dict:
+    """`commitsched lag --backlog` of a generated n-transaction, two-client trace at W=2
+    (headroom about 1.1 with replica16: a drain whose horizon is many laps of the trace), timed,
+    its memory sampled; per transaction of the horizon its first attempt replays."""
+    from .generate import generate, generate_source_header
+    from .lag import parse_duration
+    from .replay import Replayer, source_times
+    from .trace import iter_trace
+    path = os.path.join(directory, f"drain-{n}.jsonl.gz")
+    if not os.path.exists(path):
+        log(f"generating {n} two-client transactions into {path} (once; cached)")
+        write_trace(path, generate(n, **DRAIN_TRACE), generate_source_header(n, **DRAIN_TRACE))
+    out = os.path.join(directory, f"drain-{n}.json")
+    cmd = [sys.executable, "-m", "commitsched", "lag", path, "--scheduler", "writeset+mysql",
+           "--workers", "2", "--backlog", backlog, "--profile", profile, "--jobs", "1",
+           "--json", "--quiet", "-o", out]
+    wall, peak = _sampled_run(cmd, "the long drain", log)
+    with open(out) as fh:
+        (r,) = json.load(fh)
+    times = source_times(iter_trace(path)[1])
+    laps, _ = Replayer(lambda: iter(()), times, "writeset+mysql", 2, None).drain_laps(
+        parse_duration(backlog) * 1e6, 0.0, r["headroom"])
+    replayed = laps * n
+    row = {"transactions": n, "backlog": backlog, "headroom": r["headroom"],
+           "drain_s": r.get("drain_s"), "laps": laps, "replayed": replayed,
+           "seconds": round(wall, 1), "peak_bytes": peak,
+           "bytes_per_replayed": round(peak / replayed, 1),
+           "ratio_floor": round(DRAIN_FLOOR_BYTES / (peak / replayed), 3)}
+    print(f"long drain: {n:,} transactions at headroom {r['headroom']}, a {backlog} stop: "
+          f"drained in {r.get('drain_s')} s; its first attempt replays {laps:,} laps = "
+          f"{replayed:,} transactions twice in {wall:.1f} s; peak memory {peak / 1e6:,.0f} MB = "
+          f"{peak / replayed:.0f} B per replayed transaction, {DRAIN_FLOOR_BYTES / (peak / replayed):.2f}x "
+          f"the {DRAIN_FLOOR_BYTES:.0f} B its two replays' times take")
     return row
 
 
@@ -301,6 +353,9 @@ def main(argv=None) -> int:
                     help="only the load and import figures, no scheduler runs")
     ap.add_argument("--day", type=int, metavar="N",
                     help="only section 6: the day's sweep of an N-transaction trace")
+    ap.add_argument("--drain", metavar="DURATION",
+                    help="only section 8: `lag --backlog DURATION` on a short trace, its "
+                         "memory per replayed transaction (make bench-drain: 20m)")
     args = ap.parse_args(argv)
 
     def log(msg: str) -> None:
@@ -309,11 +364,12 @@ def main(argv=None) -> int:
     from . import columnar, engine
     from .schedulers import parse_scheduler
     os.makedirs(args.dir, exist_ok=True)
-    if args.day:
-        row = day_sweep(args.day, args.dir, args.profile, log)
+    if args.day or args.drain:
+        key, row = (("day", day_sweep(args.day, args.dir, args.profile, log)) if args.day else
+                    ("drain", long_drain(20_000, args.drain, args.dir, args.profile, log)))
         if args.json:
             with open(args.json, "w") as fh:
-                json.dump({"day": row}, fh, indent=2)
+                json.dump({key: row}, fh, indent=2)
         return 0
     profile = get_profile(args.profile)
     # first, while nothing else is in memory
