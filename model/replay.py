@@ -361,7 +361,6 @@ class Replayer:
                               self.applier_options) is not None:
             return None
         if self._lapped is None or self._lapped[0] != laps:
-            self._lapped = None              # the last one goes before the next is made
             self._lapped = (laps, columns.lapped(laps))
         return engine.simulate(sched, self._lapped[1], self.workers, self.profile,
                                bugs=self.bugs, tracker_options=self.tracker_options,
