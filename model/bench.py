@@ -291,7 +291,7 @@ def long_drain(n: int, backlog: str, directory: str, profile: str, log) -> dict:
     its memory sampled; per transaction of the horizon its first attempt replays."""
     from .generate import generate, generate_source_header
     from .lag import parse_duration
-    from .replay import Replayer, source_times
+    from .replay import drain_laps, source_times
     from .trace import iter_trace
     path = os.path.join(directory, f"drain-{n}.jsonl.gz")
     if not os.path.exists(path):
@@ -304,9 +304,8 @@ def long_drain(n: int, backlog: str, directory: str, profile: str, log) -> dict:
     wall, peak = _sampled_run(cmd, "the long drain", log)
     with open(out) as fh:
         (r,) = json.load(fh)
-    times = source_times(iter_trace(path)[1])
-    laps, _ = Replayer(lambda: iter(()), times, "writeset+mysql", 2, None).drain_laps(
-        parse_duration(backlog) * 1e6, 0.0, r["headroom"])
+    laps, _ = drain_laps(source_times(iter_trace(path)[1]), parse_duration(backlog) * 1e6, 0.0,
+                         r["headroom"])
     replayed = laps * n
     row = {"transactions": n, "backlog": backlog, "headroom": r["headroom"],
            "drain_s": r.get("drain_s"), "laps": laps, "replayed": replayed,

@@ -449,16 +449,6 @@ class Replayer:
                 hi = mid
         return lo, False
 
-    def drain_laps(self, backlog: float, at: float, headroom: float) -> tuple[int, int]:
-        """(the laps a drain replays first, the most it may replay) for a stop of `backlog`
-        from `at` (µs) at `headroom` > 1: the straight line's estimate twice over, never more
-        laps than DRAIN_MAX_TRANSACTIONS hold (a long stop on a short trace at a headroom near
-        1 asks for millions of laps, to be replayed whole: memory, hours)."""
-        n, period = self.times.count, self.times.period
-        estimate = backlog / (headroom - 1.0)
-        most = max(2, DRAIN_MAX_TRANSACTIONS // n)
-        return min(max(2, math.ceil((at + backlog + 2 * estimate) / period) + 1), most), most
-
     def drain(self, backlog: float, at: float = 0.0, headroom: float | None = None,
               closed: bool = False) -> tuple[float | None, str | None]:
         """The SQL thread stopped from source time `at` for `backlog` (µs), then restarted:
@@ -479,7 +469,7 @@ class Replayer:
             headroom, _ = self.headroom()
         if headroom <= 1.0:
             return None, "the replica does not keep up with the source's pace: it never drains"
-        laps, most = self.drain_laps(backlog, at, headroom)
+        laps, most = drain_laps(self.times, backlog, at, headroom)
         tol = max(self.jitter(), 1e-3 * backlog)
         while True:
             base = self.replay(1.0, laps)
@@ -500,6 +490,17 @@ class Replayer:
                 return None, (f"not drained within {laps:,} laps of the trace "
                               f"({total:,} transactions simulated, the most a drain replays)")
             laps = min(2 * laps, most)
+
+
+def drain_laps(times: SourceTimes, backlog: float, at: float,
+               headroom: float) -> tuple[int, int]:
+    """(the laps a drain replays first, the most it may replay) for a stop of `backlog` from
+    `at` (µs) at `headroom` > 1: the straight line's estimate twice over, never more laps than
+    DRAIN_MAX_TRANSACTIONS hold (a long stop on a short trace at a headroom near 1 asks for
+    millions of laps, to be replayed whole: memory, hours)."""
+    estimate = backlog / (headroom - 1.0)
+    most = max(2, DRAIN_MAX_TRANSACTIONS // times.count)
+    return min(max(2, math.ceil((at + backlog + 2 * estimate) / times.period) + 1), most), most
 
 
 def lag_over_time(lap: Lap, count: int, points: int = LAG_POINTS) -> list[tuple[float, float]]:
