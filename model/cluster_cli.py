@@ -123,7 +123,7 @@ def cmd_cluster_lag(args) -> int:
     try:
         stamps = source_times(txns)
         stamps.check_pace()
-        times = stamps.times
+        times = stamps.times.tolist()      # the cluster simulation reads them one by one
     except ReplayError as e:
         raise TraceError(label, None, str(e)) from None
     durable = (args.durability or "durable") == "durable"
