@@ -80,7 +80,7 @@ class SourceTimes:
 
     @property
     def span(self) -> float:
-        return self.times[-1] - self.times[0]
+        return float(self.times[-1] - self.times[0])      # a Python float: it goes to JSON
 
     @property
     def period(self) -> float:

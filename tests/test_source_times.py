@@ -84,6 +84,8 @@ def test_source_times_is_the_loop_it_replaced(moves, whole, start):
     assert (got.held_back, got.held_back_most) == (held, most)
     assert (got.held_back_files, got.held_back_files_most) == (at_files, files_most)
     assert got.whole_seconds == was_whole and got.first_seq == 10
+    # what goes to JSON stays Python's (numpy's scalars are not JSON)
+    assert type(got.span) is float and type(got.period) is float
     for window in (1e3, PER_SECOND, 60 * PER_SECOND):
         said = oracle_busiest(times, got.period, window)
         if said is not None:
