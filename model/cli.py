@@ -101,13 +101,15 @@ class TraceSource:
     a large trace's are built while it is validated (its Txn objects are never all held), a
     small one's from its Txn objects the first time a run needs them."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, stream: bool | None = None):
+        """`stream`: load straight into columns whatever the size (True), hold the Txn
+        objects (False); None: stream above STREAM_ABOVE_BYTES on disk."""
         self.path = path
         try:
             size = os.path.getsize(path)
         except OSError:
             size = 0
-        self.streaming = size > STREAM_ABOVE_BYTES
+        self.streaming = size > STREAM_ABOVE_BYTES if stream is None else stream
         self._columns = None
         if self.streaming:
             from .columnar import load_columns

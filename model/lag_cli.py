@@ -205,6 +205,7 @@ def _refuse_async_only(args) -> None:
 
 
 def _lag(args, inp, profile, bugs, started: float) -> int:
+    from . import engine
     from .cli import (TraceSource, _applier_options, _emit, _mysql_defaults, _mysql_schedulers,
                       _tracker_options)
     from .lag import file_gaps, format_table, gaps_words, lag_sweep
@@ -216,7 +217,11 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
     from .metrics import PER_SECOND
     progress = Progress(args.quiet, started=started)
     progress(f"reading {inp.label}")
-    trace = TraceSource(inp.trace)
+    # the compiled core replays from the columns: the Txn objects (about 850 bytes a
+    # transaction, against the columns' 100) are read again from the file for the few passes
+    # that need them (the source times, the worst lag's big transaction), not held; the
+    # reference engine replays from them, so it holds them as `score` does
+    trace = TraceSource(inp.trace, stream=True if engine.default() == "compiled" else None)
     try:
         times = replace(source_times(trace.txns()), zone=args.tz)
         times.check_pace()
