@@ -303,8 +303,13 @@ class Replayer:
         """Each position's source commit time over `laps` laps at `pace` (µs)."""
         if self._times is None:
             self._times = np.asarray(self.times.times)
-        return (np.tile(self._times, laps)
-                + np.repeat(np.arange(laps) * self.times.period, self.times.count)) / pace
+        n, period = self.times.count, self.times.period
+        # lap by lap into one array (tile + repeat made three of its size at once)
+        out = np.empty(n * laps)
+        for k in range(laps):
+            np.add(self._times, k * period, out=out[k * n:(k + 1) * n])
+        out /= pace
+        return out
 
     def replay(self, pace: float = 1.0, laps: int = 1,
                hold: tuple[int, float] | None = None, detail: bool = False) -> Lap:
@@ -315,7 +320,8 @@ class Replayer:
         n, first = self.times.count, self.times.first_seq
         total = n * laps
         source = self._source(pace, laps)
-        arrive = source + self.delay
+        # the arrivals are the source times when nothing moves them (no copy)
+        arrive = source + self.delay if self.delay or hold is not None else source
         if hold is not None:
             at, restart = hold
             np.maximum(arrive[at:], restart, out=arrive[at:])
@@ -410,7 +416,8 @@ class Replayer:
         whole schedule when the compiled core runs it."""
         n = self.times.count
         source = self._source(pace, 2)
-        out = self._compiled(2, source + self.delay, watch=[n - 1, 2 * n - 1])
+        out = self._compiled(2, source + self.delay if self.delay else source,
+                             watch=[n - 1, 2 * n - 1])
         if out is None:
             lag = self.replay(pace, laps=2).lag
             return lag[n - 1], lag[2 * n - 1]
