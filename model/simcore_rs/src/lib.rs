@@ -248,9 +248,22 @@ struct AOpts {
     max_queued: usize,
 }
 
-fn f64_bytes<'py>(py: Python<'py>, v: &[f64]) -> Bound<'py, PyBytes> {
-    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
-    PyBytes::new_bound(py, &bytes)
+fn f64_bytes<'py>(py: Python<'py>, v: &[f64]) -> PyResult<Bound<'py, PyBytes>> {
+    // written straight into the Python object: one copy of a schedule's column, not two (a
+    // replay of a day's binlog holds tens of millions of them)
+    PyBytes::new_bound_with(py, v.len() * 8, |out: &mut [u8]| {
+        for (chunk, x) in out.chunks_exact_mut(8).zip(v) {
+            chunk.copy_from_slice(&x.to_ne_bytes());
+        }
+        Ok(())
+    })
+}
+
+/// `f64_bytes` of a column the run no longer needs, freed as soon as it is copied.
+fn f64_bytes_taken<'py>(py: Python<'py>, v: &mut Vec<f64>) -> PyResult<Bound<'py, PyBytes>> {
+    let out = f64_bytes(py, v)?;
+    *v = Vec::new();
+    Ok(out)
 }
 
 /// How the columns are read lap after lap (`Cols`): one lap of `base` transactions, the binlog
@@ -382,7 +395,7 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
             run_core(&c, &p, kind, applier, workers, &aopts, &bugs, arrival_s, record, &watch)
         }))
     });
-    let out = match result {
+    let mut out = match result {
         Err(_) => return Err(EngineError::new_err("the compiled core failed (a panic): a bug in it")),
         Ok(Err(SimError::Tracker(m))) => return Err(TrackerUnfit::new_err(m)),
         Ok(Err(SimError::Deadlock(m))) => return Err(Deadlock::new_err(m)),
@@ -404,23 +417,24 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
     }
     d.set_item("blocked", blocked)?;
     d.set_item("watched", PyList::new_bound(py, &s.watched))?;
-    if let Some(sc) = s.schedule.as_ref().filter(|sc| !sc.full) {
-        d.set_item("exec", f64_bytes(py, &sc.exec))?;
-        d.set_item("dispatch", f64_bytes(py, &sc.dispatch))?;
-        d.set_item("commit", f64_bytes(py, &sc.commit))?;
+    if let Some(sc) = out.sink.schedule.as_mut().filter(|sc| !sc.full) {
+        d.set_item("exec", f64_bytes_taken(py, &mut sc.exec)?)?;
+        d.set_item("dispatch", f64_bytes_taken(py, &mut sc.dispatch)?)?;
+        d.set_item("commit", f64_bytes_taken(py, &mut sc.commit)?)?;
     }
+    let s = &out.sink;
     if let Some(sc) = s.schedule.as_ref().filter(|sc| sc.full) {
         d.set_item("dep_a", bytes_of(py, &sc.dep_a))?;
         d.set_item("dep_b", bytes_of(py, &sc.dep_b))?;
         d.set_item("dep_flags", bytes_of(py, &sc.flags))?;
         d.set_item("spec_wait", bytes_of(py, &sc.spec_wait))?;
-        d.set_item("exec", f64_bytes(py, &sc.exec))?;
-        d.set_item("ready", f64_bytes(py, &sc.ready))?;
-        d.set_item("wasted_each", f64_bytes(py, &sc.wasted))?;
-        d.set_item("dispatch", f64_bytes(py, &sc.dispatch))?;
-        d.set_item("start", f64_bytes(py, &sc.start))?;
-        d.set_item("exec_end", f64_bytes(py, &sc.exec_end))?;
-        d.set_item("commit", f64_bytes(py, &sc.commit))?;
+        d.set_item("exec", f64_bytes(py, &sc.exec)?)?;
+        d.set_item("ready", f64_bytes(py, &sc.ready)?)?;
+        d.set_item("wasted_each", f64_bytes(py, &sc.wasted)?)?;
+        d.set_item("dispatch", f64_bytes(py, &sc.dispatch)?)?;
+        d.set_item("start", f64_bytes(py, &sc.start)?)?;
+        d.set_item("exec_end", f64_bytes(py, &sc.exec_end)?)?;
+        d.set_item("commit", f64_bytes(py, &sc.commit)?)?;
         let w: Vec<u8> = sc.worker.iter().flat_map(|x| x.to_ne_bytes()).collect();
         d.set_item("worker", PyBytes::new_bound(py, &w))?;
         let r: Vec<u8> = sc.retries.iter().flat_map(|x| x.to_ne_bytes()).collect();
