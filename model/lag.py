@@ -63,7 +63,7 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
     closed = rep.closed_makespan()
     two = rep.replay(1.0, laps=2, detail=True)
     keeps_up = rep.keeps_up(1.0, two)
-    first = two.lag[:n]
+    first = two.lag_of(0, n)
     worst = int(np.argmax(first))
     # the replay's backlog when the source's last transaction arrives: the first lap's
     # transactions not yet committed then (the replay is causal: the second lap, arriving later,
@@ -84,7 +84,7 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
         "p50_lag_s": round(float(np.percentile(first, 50)) / PER_SECOND, 6),
         "p99_lag_s": round(float(np.percentile(first, 99)) / PER_SECOND, 6),
         "mean_lag_s": round(float(first.mean()) / PER_SECOND, 6),
-        "lag_growth_per_lap_s": round(float(two.lag[2 * n - 1] - two.lag[n - 1]) / PER_SECOND,
+        "lag_growth_per_lap_s": round((two.lag_at(2 * n - 1) - two.lag_at(n - 1)) / PER_SECOND,
                                       6),
         "lap_s": round(times.period / PER_SECOND, 6),
         "apply_rate": None if apply_rate is None else round(apply_rate, 3),
@@ -135,19 +135,20 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
       queue applied slower than usual: `low_parallelism` when their mean execution time
       explains less of the slowdown than the fall in how many ran at once, else
       `heavy_stretch`."""
+    # on a day of binlog each of these arrays is tens of MB: made once, let go when read
     source = lap.source[:n]
     commit = lap.commit[:n]
     execs = lap.exec[:n]
-    arrive = source + delay
-    lag = commit - source
-    k = int(np.argmax(lag))
-    total, wait = float(lag[k]), float(commit[k] - arrive[k])
-    ahead = np.flatnonzero(commit[:k] > arrive[k])
+    k = int(np.argmax(lap.lag_of(0, n)))
+    arrive_k = source[k] + delay
+    total, wait = float(commit[k] - source[k]), float(commit[k] - arrive_k)
+    ahead = np.flatnonzero(commit[:k] > arrive_k)
+    queued = int(ahead.size)
     rate = n / closed if closed > 0 else None                # transactions per µs
     s = 1 / PER_SECOND
     out = {"seq": times.first_seq + k, "lag_s": round(total * s, 6),
            "delivery_delay_s": round((total - wait) * s, 6), "wait_s": round(wait * s, 6),
-           "queued_behind": int(ahead.size)}
+           "queued_behind": queued}
     if total <= 0:
         out.update(kind="none", text="no transaction lags")
         return out
@@ -159,12 +160,16 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
         return out
     # the commits within its wait, in time order, each ending a stretch
     members = np.append(ahead, k)
+    del ahead
     ends = commit[members]
     keep = ends <= commit[k]
     members, ends = members[keep], ends[keep]
+    del keep
     order = np.argsort(ends, kind="stable")
     members, ends = members[order], ends[order]
-    stretches = np.diff(np.concatenate(([arrive[k]], ends)))
+    del order
+    stretches = np.diff(np.concatenate(([arrive_k], ends)))
+    del ends
     worst = int(np.argmax(stretches)) if stretches.size else 0
     stall, m = (float(stretches[worst]), int(members[worst])) if stretches.size else (0.0, k)
     median = float(np.median(execs))
@@ -189,20 +194,24 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
                    big_exec_s=round(float(execs[m]) * s, 6),
                    median_exec_s=round(median * s, 6), stall_s=round(stall * s, 6))
         return out
-    if ahead.size == 0:
+    if queued == 0:
         # nothing was queued ahead: the lag is its own execution, commit and flushes
         out.update(kind="own_apply",
                    text="its own apply (execution, commit and flushes): nothing was queued "
                         "ahead of it")
         return out
-    queue = min(wait, ahead.size / rate) if rate else 0.0
+    queue = min(wait, queued / rate) if rate else 0.0
     slow = wait - queue
     out.update(queue_s=round(queue * s, 6), slower_than_usual_s=round(slow * s, 6),
                apply_rate=None if rate is None else round(rate * PER_SECOND, 3))
     if queue >= slow:
         # the excess began where j - rate * arrival_j was lowest before k
-        j0 = int(np.argmin(np.arange(k + 1) - rate * arrive[:k + 1]))
-        count, span = k - j0 + 1, float(arrive[k] - arrive[j0])
+        excess = source[:k + 1] + delay
+        excess *= rate
+        np.subtract(np.arange(k + 1), excess, out=excess)
+        j0 = int(np.argmin(excess))
+        del excess
+        count, span = k - j0 + 1, float(arrive_k - (source[j0] + delay))
         at = times.clock(float(source[j0]))
         since = f"the trace's start at {at}" if j0 == 0 else at
         wrote = (f"{count:,} transactions in {human_seconds(span * s)} from {since} "
@@ -214,7 +223,7 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
                    burst_rate=None if span <= 0 else round(count / (span * s), 3),
                    text=f"a burst: the source wrote {wrote}, faster than the "
                         f"{_rate(rate * PER_SECOND)} txn/s this replica applies; "
-                        f"{ahead.size:,} were still queued ahead of it when it arrived")
+                        f"{queued:,} were still queued ahead of it when it arrived")
         return out
     count = members.size
     applied = count / wait                                     # per µs
