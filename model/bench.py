@@ -30,6 +30,10 @@ ratios to the targets (never asserted: the machine is shared and noisy).
    of laps of the trace: its wall time and peak memory (as in 6) per transaction its first
    attempt replays, against the 48 B that its two replays' times (source, dispatch, commit)
    take.
+9. A day replayed as it arrived (`--lag N`, `make bench-lag`: 10,000,000, the trace of 6):
+   `commitsched lag` of one configuration (writeset+mysql, W=4: two laps, the headroom
+   search), its wall time per million transactions and its peak memory (as in 6) per
+   transaction against the day's 200 bytes.
 """
 from __future__ import annotations
 
@@ -320,6 +324,34 @@ def long_drain(n: int, backlog: str, directory: str, profile: str, log) -> dict:
     return row
 
 
+LAG_RUN = ("writeset+mysql", 4)
+
+
+def lag_day(n: int, directory: str, profile: str, log) -> dict:
+    """`commitsched lag` of the generated n-transaction trace (section 6's) for one
+    configuration, timed, its memory sampled."""
+    path = ensure_trace(n, directory, log)
+    out = os.path.join(directory, f"lag-{n}.json")
+    scheduler, workers = LAG_RUN
+    cmd = [sys.executable, "-m", "commitsched", "lag", path, "--scheduler", scheduler,
+           "--workers", str(workers), "--profile", profile, "--jobs", "1", "--json", "--quiet",
+           "-o", out]
+    wall, peak = _sampled_run(cmd, "the lag replay", log)
+    with open(out) as fh:
+        (r,) = json.load(fh)
+    row = {"transactions": n, "scheduler": scheduler, "workers": workers,
+           "simulations": r["simulations"], "headroom": r["headroom"],
+           "seconds": round(wall, 1), "seconds_per_million": round(wall / (n / 1e6), 2),
+           "peak_bytes": peak, "bytes_per_txn": round(peak / n, 1),
+           "ratio_memory": round(DAY_BYTES_PER_TXN / (peak / n), 3)}
+    print(f"lag: {n:,} transactions, {scheduler} W={workers} ({r['simulations']} replays: the "
+          f"closed backlog, two laps, the headroom search to {r['headroom']}): {wall:.1f} s = "
+          f"{wall / (n / 1e6):.2f} s per million transactions; peak memory (every process's "
+          f"proportional set size, sampled) {peak / 1e6:,.0f} MB = {peak / n:.0f} B/txn = "
+          f"{DAY_BYTES_PER_TXN / (peak / n):.2f}x the {DAY_BYTES_PER_TXN:.0f} B/txn target")
+    return row
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m commitsched.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -355,6 +387,9 @@ def main(argv=None) -> int:
     ap.add_argument("--drain", metavar="DURATION",
                     help="only section 8: `lag --backlog DURATION` on a short trace, its "
                          "memory per replayed transaction (make bench-drain: 20m)")
+    ap.add_argument("--lag", type=int, metavar="N",
+                    help="only section 9: `lag` of one configuration on the N-transaction "
+                         "trace, its time and memory (make bench-lag: 10,000,000)")
     args = ap.parse_args(argv)
 
     def log(msg: str) -> None:
@@ -363,9 +398,13 @@ def main(argv=None) -> int:
     from . import columnar, engine
     from .schedulers import parse_scheduler
     os.makedirs(args.dir, exist_ok=True)
-    if args.day or args.drain:
-        key, row = (("day", day_sweep(args.day, args.dir, args.profile, log)) if args.day else
-                    ("drain", long_drain(20_000, args.drain, args.dir, args.profile, log)))
+    if args.day or args.drain or args.lag:
+        if args.day:
+            key, row = "day", day_sweep(args.day, args.dir, args.profile, log)
+        elif args.drain:
+            key, row = "drain", long_drain(20_000, args.drain, args.dir, args.profile, log)
+        else:
+            key, row = "lag", lag_day(args.lag, args.dir, args.profile, log)
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump({key: row}, fh, indent=2)
