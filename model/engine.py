@@ -131,13 +131,14 @@ def arrival_array(columns, arrival) -> np.ndarray | None:
 
 def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker_options=None,
              applier_options=None, arrival=None, schedule: bool = False, watch=(),
-             times_only: bool = False) -> dict:
+             times_only: bool = False, keep: int | None = None) -> dict:
     """One run in the core: a dict of RunMetrics' sums (count, busy, held, transactions,
     makespan, retries, wasted), `blocked` by cause, `watched`: the commit times of the
     positions in `watch` (NaN: never committed) and, with `schedule`, the per-transaction
     arrays (dispatch, start, exec_end, commit: float64; worker: int32 from 1; retries_each);
     with `times_only` too, only dispatch, exec and commit (what a replay reads: 24 of the
-    schedule's 89 bytes a transaction). `columns` may be a lapped view (`Columns.lapped`): the core reads its laps from
+    schedule's 89 bytes a transaction), and with `keep` those of the positions below it only
+    (an open replay's first lap). `columns` may be a lapped view (`Columns.lapped`): the core reads its laps from
     the one lap's arrays. Raises SchedulerError (a tracker that cannot feed the trace) or
     simcore.Deadlock."""
     from .schedulers import SchedulerError
@@ -153,7 +154,7 @@ def simulate(sched, columns, workers: int, profile, *, bugs=frozenset(), tracker
                              sorted(frozenset(bugs) - TRACKER_BUGS),
                              arrival_array(columns, arrival), schedule, list(watch),
                              lap_base=columns.n // columns.laps, file_step=columns.file_step,
-                             cid_step=columns.cid_step, times_only=times_only)
+                             cid_step=columns.cid_step, times_only=times_only, keep=keep)
     except _core.TrackerUnfit as e:
         raise SchedulerError(str(e)) from None
     except _core.Deadlock as e:

@@ -61,7 +61,8 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
                    applier_options=dict(applier_options or {}), on_run=on_run)
     n = times.count
     closed = rep.closed_makespan()
-    two = rep.replay(1.0, laps=2, detail=True)
+    # the first lap's times, and the second's last lag (what keeps_up and the growth read)
+    two = rep.replay(1.0, laps=2, detail=True, keep=n)
     keeps_up = rep.keeps_up(1.0, two)
     first = two.lag_of(0, n)
     worst = int(np.argmax(first))

@@ -265,11 +265,13 @@ def lapped(txns: Callable[[], Iterator], count: int, laps: int) -> Iterator:
 
 @dataclass
 class Lap:
-    """What one replay gives, by position over all its laps (µs)."""
+    """What one replay gives, by position over all its laps (µs), or over the first `keep`
+    positions only (`replay(keep=)`), with the lags of the positions asked past them."""
     source: np.ndarray       # source commit time at this pace
     dispatch: np.ndarray
     commit: np.ndarray
     exec: np.ndarray | None = None   # each one's execution time (`replay(detail=True)`)
+    far_lags: dict = field(default_factory=dict)    # position past the arrays -> its lag
 
     @property
     def lag(self) -> np.ndarray:
@@ -281,6 +283,8 @@ class Lap:
         return self.commit[start:stop] - self.source[start:stop]
 
     def lag_at(self, i: int) -> float:
+        if i >= len(self.commit):
+            return self.far_lags[i]
         return float(self.commit[i] - self.source[i])
 
 
@@ -320,11 +324,14 @@ class Replayer:
         return out
 
     def replay(self, pace: float = 1.0, laps: int = 1,
-               hold: tuple[int, float] | None = None, detail: bool = False) -> Lap:
+               hold: tuple[int, float] | None = None, detail: bool = False,
+               keep: int | None = None) -> Lap:
         """One replay of `laps` laps with the source's pace multiplied by `pace`. `hold`
         (position, time): the transactions from that position on are dispatched no earlier than
         that time (a stopped SQL thread restarted then). `detail`: keep each transaction's
-        execution time too (what the worst lag's cause reads, model/lag.py)."""
+        execution time too (what the worst lag's cause reads, model/lag.py). `keep`: the
+        positions below it only, and the last one's lag (`Lap.lag_at`): on a day of binlog
+        the second of two laps is hundreds of MB of which model/lag.py reads one lag."""
         n, first = self.times.count, self.times.first_seq
         total = n * laps
         source = self._source(pace, laps)
@@ -333,10 +340,17 @@ class Replayer:
         if hold is not None:
             at, restart = hold
             np.maximum(arrive[at:], restart, out=arrive[at:])
-        out = self._compiled(laps, arrive)
+        last = total - 1
+        keep = None if keep is None or keep >= total else keep
+        out = self._compiled(laps, arrive, schedule=True, keep=keep,
+                             watch=() if keep is None else (last,))
         if out is not None:
             self._ran()
-            return Lap(source, out["dispatch"], out["commit"], out["exec"] if detail else None)
+            lap = Lap(source, out["dispatch"], out["commit"], out["exec"] if detail else None)
+            if keep is not None:
+                lap.far_lags[last] = float(out["watched"][0] - source[last])
+                lap.source = source[:keep].copy()      # the whole array goes
+            return lap
         arrive = arrive.tolist()         # plain floats: the simulators' arithmetic stays fast
         dispatch = [0.0] * total
         commit = [0.0] * total
@@ -354,14 +368,20 @@ class Replayer:
                       applier_options=self.applier_options,
                       arrival=lambda seq: arrive[seq - first])
         self._ran()
-        return Lap(source, np.asarray(dispatch), np.asarray(commit),
-                   None if execs is None else np.asarray(execs))
+        lap = Lap(source, np.asarray(dispatch), np.asarray(commit),
+                  None if execs is None else np.asarray(execs))
+        if keep is None:
+            return lap
+        return Lap(source[:keep], lap.dispatch[:keep], lap.commit[:keep],
+                   None if execs is None else lap.exec[:keep], {last: lap.lag_at(last)})
 
-    def _compiled(self, laps: int, arrive: np.ndarray | None, watch=None) -> dict | None:
+    def _compiled(self, laps: int, arrive: np.ndarray | None, watch=(),
+                  schedule: bool = False, keep: int | None = None) -> dict | None:
         """The replay in the compiled core (model/engine.py) when the engine is "compiled", the
         transactions carry their columns and the core has this run; else None (the
-        reference's). With arrivals, the schedule's times that a Lap holds come back (dispatch,
-        exec, commit), or with `watch` only the commit times of those positions (`watched`).
+        reference's). With `schedule`, the times that a Lap holds come back (dispatch, exec,
+        commit; of the positions below `keep` only, with it); with `watch`, the commit times of
+        those positions (`watched`).
         The lapped trace is a view of the trace's columns that the core reads lap by lap, not
         a copy of them (a drain replays up to DRAIN_MAX_TRANSACTIONS)."""
         from . import engine
@@ -379,8 +399,7 @@ class Replayer:
         return engine.simulate(sched, self._lapped[1], self.workers, self.profile,
                                bugs=self.bugs, tracker_options=self.tracker_options,
                                applier_options=self.applier_options, arrival=arrive,
-                               schedule=arrive is not None and watch is None,
-                               watch=watch or (), times_only=True)
+                               schedule=schedule, watch=watch, times_only=True, keep=keep)
 
     def closed_makespan(self) -> float:
         """The time to apply the whole trace when it is all there at once (score's makespan);

@@ -31,10 +31,10 @@ class PlainReplayer(Replayer):
     def keeps_up(self, pace=1.0, lap=None):
         return super().keeps_up(pace, lap if lap is not None else self.replay(pace, laps=2))
 
-    def _compiled(self, laps, arrive, watch=None):
-        assert watch is None
+    def _compiled(self, laps, arrive, watch=(), schedule=False, keep=None):
+        assert not watch and keep is None
         self._lapped = None
-        return super()._compiled(laps, arrive)
+        return super()._compiled(laps, arrive, schedule=schedule)
 
 
 def _trace(path: str, limit: int = 400):
@@ -69,6 +69,31 @@ def test_fast_keeps_up_and_headroom_are_the_plain_ones(path, scheduler, workers,
     fast, plain = _pair(txns, columns, scheduler, workers, profile)
     assert fast.headroom() == plain.headroom()
     assert fast.runs == plain.runs
+
+
+@pytest.mark.parametrize("engine_name", ["compiled", "reference"])
+@pytest.mark.parametrize("scheduler,workers", [("commit_id+mariadb_optimistic", 4),
+                                               ("writeset+mysql", 2), ("serial", 1)])
+def test_a_replay_that_keeps_the_first_lap_is_the_whole_replays_first_lap(
+        scheduler, workers, engine_name, monkeypatch):
+    """`replay(keep=n)` (what `lag` asks of its two laps: the second is as long as the trace
+    and only its last lag is read) gives the whole replay's first n positions and its last
+    lag, bit for bit, in both engines; without `keep` the arrays are every lap's."""
+    from commitsched import engine
+    monkeypatch.setattr(engine, "_default", engine_name)
+    txns, columns = _trace(TRACES[0])
+    n = len(txns)
+    rep, _ = _pair(txns, columns, scheduler, workers, "replica16")
+    assert (rep._compiled(1, None) is not None) == (engine_name == "compiled")
+    for pace in (0.5, 3.0):
+        whole = rep.replay(pace, laps=2, detail=True)
+        first = rep.replay(pace, laps=2, detail=True, keep=n)
+        assert len(whole.commit) == 2 * n and len(first.commit) == n == len(first.source)
+        for name in ("source", "dispatch", "commit", "exec"):
+            assert getattr(first, name).tolist() == getattr(whole, name)[:n].tolist(), name
+        for i in (0, n - 1, 2 * n - 1):
+            assert first.lag_at(i) == whole.lag_at(i) == float(whole.lag[i])
+        assert rep.keeps_up(pace, first) == rep.keeps_up(pace, whole)
 
 
 def test_the_report_takes_a_picks_headroom_from_its_lag_search():

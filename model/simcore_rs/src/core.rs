@@ -820,11 +820,11 @@ pub struct Sink {
 }
 
 /// What a run keeps of each transaction: nothing, its times (dispatch, execution, commit: what
-/// a replay reads, model/replay.py), or the whole schedule.
+/// a replay reads, model/replay.py) for the positions below the given one, or the whole schedule.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Record {
     Nothing,
-    Times,
+    Times(usize),
     Full,
 }
 
@@ -848,8 +848,13 @@ pub struct Schedule {
 
 impl Sink {
     pub fn new(workers: usize, n: usize, record: Record) -> Sink {
-        // the columns a times-only run leaves empty
+        // the columns a times-only run leaves empty, and the positions whose times it keeps (an
+        // open replay's first lap of two: model/lag.py reads no more of the second)
         let m = if record == Record::Full { n } else { 0 };
+        let kept = match record {
+            Record::Times(below) => below.min(n),
+            _ => n,
+        };
         Sink {
             count: vec![0; workers], busy: vec![0.0; workers], held: vec![0.0; workers],
             transactions: 0, makespan: 0.0, retries: 0, wasted: 0.0,
@@ -860,9 +865,9 @@ impl Sink {
                     full: record == Record::Full,
                     dep_a: vec![0; m], dep_b: vec![0; m], flags: vec![0; m],
                     spec_wait: vec![0; m],
-                    exec: vec![f64::NAN; n], ready: vec![f64::NAN; m], wasted: vec![0.0; m],
-                    dispatch: vec![f64::NAN; n], start: vec![f64::NAN; m],
-                    exec_end: vec![f64::NAN; m], commit: vec![f64::NAN; n], worker: vec![0; m],
+                    exec: vec![f64::NAN; kept], ready: vec![f64::NAN; m], wasted: vec![0.0; m],
+                    dispatch: vec![f64::NAN; kept], start: vec![f64::NAN; m],
+                    exec_end: vec![f64::NAN; m], commit: vec![f64::NAN; kept], worker: vec![0; m],
                     retries: vec![0; m],
                 })
             },
@@ -897,6 +902,9 @@ impl Sink {
         }
         if let Some(s) = &mut self.schedule {
             let i = run.idx;
+            if i >= s.commit.len() {
+                return;          // past the positions a times-only run keeps
+            }
             s.exec[i] = run.exec;
             s.dispatch[i] = run.dispatch;
             s.commit[i] = run.commit;

@@ -350,18 +350,18 @@ impl Buffers {
 /// wasted, blocked (by cause), and with `schedule` the per-transaction arrays (bytes of f64:
 /// dispatch, start, exec_end, commit; of i32: worker numbered from 1; of u32: retries).
 /// `watch`: positions whose commit times come back as `watched` (NaN: never committed), without
-/// the whole schedule.
+/// the whole schedule. `keep` (with `times_only`): the times of positions below it only.
 #[pyfunction]
 #[pyo3(signature = (cols, n, seq0, tracker, tracker_options, applier, workers, profile,
                     applier_options, bugs, arrival=None, schedule=false, watch=Vec::new(),
-                    lap_base=None, file_step=0, cid_step=0, times_only=false))]
+                    lap_base=None, file_step=0, cid_step=0, times_only=false, keep=None))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64,
                  tracker: Option<&str>, tracker_options: &Bound<'py, PyDict>, applier: &str,
                  workers: usize, profile: &Bound<'py, PyDict>, applier_options: &Bound<'py, PyDict>,
                  bugs: Vec<String>, arrival: Option<&Bound<'py, PyAny>>, schedule: bool,
                  watch: Vec<usize>, lap_base: Option<usize>, file_step: i64, cid_step: i64,
-                 times_only: bool) -> PyResult<Bound<'py, PyDict>> {
+                 times_only: bool, keep: Option<usize>) -> PyResult<Bound<'py, PyDict>> {
     if workers < 1 {
         return Err(PyValueError::new_err("workers must be at least 1"));
     }
@@ -382,7 +382,7 @@ fn simulate<'py>(py: Python<'py>, cols: &Bound<'py, PyDict>, n: usize, seq0: i64
     };
     let record = match (schedule, times_only) {
         (false, _) => Record::Nothing,
-        (true, true) => Record::Times,
+        (true, true) => Record::Times(keep.unwrap_or(n)),
         (true, false) => Record::Full,
     };
     let aopts = AOpts {
