@@ -139,6 +139,14 @@ class TraceSource:
         from .columnar import ColumnarTxns
         return ColumnarTxns(self.columns, self._iter)
 
+    def stamps(self):
+        """Each transaction's seq, source commit time and file (`replay.source_times`): a
+        streamed trace's read from the file without its Txn objects."""
+        if self._txns is not None:
+            return iter(self._txns)
+        from .trace import iter_stamps
+        return iter_stamps(self.path)
+
 
 def _mysql_defaults(args, source: dict):
     """The MySQL version's defaults for this run (`--mysql`, else the trace header's MySQL

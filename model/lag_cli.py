@@ -223,7 +223,7 @@ def _lag(args, inp, profile, bugs, started: float) -> int:
     # reference engine replays from them, so it holds them as `score` does
     trace = TraceSource(inp.trace, stream=True if engine.default() == "compiled" else None)
     try:
-        times = replace(source_times(trace.txns()), zone=args.tz)
+        times = replace(source_times(trace.stamps()), zone=args.tz)
         times.check_pace()
     except ReplayError as e:
         raise TraceError(inp.label, None, str(e)) from None

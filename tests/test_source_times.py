@@ -2,12 +2,20 @@
 the same times, held-back counts, file order and busiest window as the plain loop it replaced,
 kept here as the oracle, on generated stamps (whole seconds and µs, stamps going back, files
 out of order, transactions without a file)."""
+import glob
+import gzip
+import os
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commitsched.metrics import PER_SECOND
-from commitsched.replay import source_times
+from commitsched.replay import ReplayError, source_times
+from commitsched.trace import iter_stamps, iter_trace
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 
 class Txn:
@@ -90,3 +98,44 @@ def test_source_times_is_the_loop_it_replaced(moves, whole, start):
         said = oracle_busiest(times, got.period, window)
         if said is not None:
             assert got.busiest(window) == said
+
+
+def _fields(items):
+    return [(t.seq, t.timestamp, t.file) for t in items]
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(ROOT, "traces", "recorded", "*.jsonl.gz")))[:3]
+                         + sorted(glob.glob(os.path.join(ROOT, "traces", "examples", "*.jsonl.gz")))[:2])
+def test_the_stamps_reader_reads_what_the_loader_does(path):
+    """`iter_stamps` (three fields a line, what `lag` reads of a streamed trace) gives each
+    transaction's seq, timestamp and file as the Txn objects have them."""
+    assert _fields(iter_stamps(path)) == _fields(iter_trace(path)[1])
+
+
+@pytest.mark.parametrize("blank", ["", "\n"])
+@pytest.mark.parametrize("big", ["", ', "events": 99999999999999999999'])
+@pytest.mark.parametrize("stamp", ["100.5", "99999999999999999999"])
+def test_the_stamps_reader_reads_null_files_blank_lines_and_what_it_cannot_decode(
+        tmp_path, blank, big, stamp):
+    """A null file (1, as the loader sets it), a blank line, integers past 64 bits (a timestamp
+    the fast decoder refuses: the careful path reads the chunk; source_times then refuses it
+    in one line): the same stamps, and times or error, as the Txn objects'."""
+    path = tmp_path / "t.jsonl.gz"
+    lines = ['{"format": "commitsched-trace", "version": 1}',
+             '{"seq": 1, "writes": [], "timestamp": 100, "file": null}' + blank,
+             '{"seq": 2, "writes": [], "timestamp": %s%s}' % (stamp, big),
+             '{"seq": 3, "writes": [], "timestamp": 101, "file": 2}']
+    with gzip.open(path, "wt") as fh:
+        fh.write("\n".join(lines) + "\n")
+    got = _fields(iter_stamps(str(path)))
+    assert got == _fields(iter_trace(str(path))[1])
+    assert [f for _, _, f in got] == [1, 1, 2]
+    if stamp == "100.5":
+        assert source_times(iter_stamps(str(path))).times.tolist() == \
+            source_times(iter_trace(str(path))[1]).times.tolist()
+        return
+    with pytest.raises(ReplayError) as fast:
+        source_times(iter_stamps(str(path)))
+    with pytest.raises(ReplayError) as careful:
+        source_times(iter_trace(str(path))[1])
+    assert str(fast.value) == str(careful.value) and "seq 2 has timestamp" in str(fast.value)

@@ -33,7 +33,8 @@ def plan(tasks: Tasks, trace, profile, picks: list[tuple[str, int]], workers, *,
     W) over the whole trace with the same options, which is the closed backlog a headroom
     search starts from (`Replayer.closed_makespan`): taken, not run again."""
     try:
-        times = replace(source_times(trace.txns()), zone=zone)
+        stamps = getattr(trace, "stamps", trace.txns)        # a TraceSource's: no Txn objects
+        times = replace(source_times(stamps()), zone=zone)
         times.check_pace()
     except ReplayError as e:
         return {"skipped": str(e)}
