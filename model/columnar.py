@@ -345,7 +345,8 @@ def _load_compiled(path: str) -> tuple[dict, Columns] | None:
         from commitsched_simcore import ColumnLoader
     except ImportError:
         return None
-    from .trace import MAX_LINE_BYTES, TraceError, _check_header, _decode_json, _open_binary
+    from .trace import (_READ_ERRORS, MAX_LINE_BYTES, TraceError, _check_header, _decode_json,
+                        _open_binary)
     loader = ColumnLoader()
     try:
         with _open_binary(path) as fh:
@@ -370,8 +371,10 @@ def _load_compiled(path: str) -> tuple[dict, Columns] | None:
                     return None
             if rest and not loader.feed(rest):
                 return None
-    except (OSError, EOFError, ValueError, TraceError):
-        return None          # the Python loader says what is wrong, in its own words
+    except _READ_ERRORS + (ValueError, TraceError):
+        # a damaged gzip stream (isal's error is not an OSError) too: the Python loader says
+        # what is wrong, in its own words
+        return None
     out = loader.finish()
     n = out.pop("n")
     if n == 0:
