@@ -94,7 +94,8 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
                                    else round(apply_rate / write_rate, 3)),
         "lag_over_time": [[round(t / PER_SECOND, 6), round(v / PER_SECOND, 6)]
                           for t, v in lag_over_time(two, n)],
-        "max_lag_cause": worst_lag_cause(two, n, times, txns, closed, delay * PER_SECOND),
+        "max_lag_cause": worst_lag_cause(two, n, times, txns, closed, delay * PER_SECOND,
+                                         first),
     }
     # all that is read of the two laps: let them go before the headroom search and the drain
     # replay more (on a day of binlog they are hundreds of MB)
@@ -115,7 +116,7 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
 
 
 def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: float,
-                    delay: float = 0.0) -> dict:
+                    delay: float = 0.0, lags: np.ndarray | None = None) -> dict:
     """Why the first lap's worst lag is what it is, read from the replay itself (docs/lag.md,
     "Why the worst lag"): what it waited for between its arrival and its commit, and what had
     arrived before it. Times in µs inside, seconds out.
@@ -135,12 +136,12 @@ def worst_lag_cause(lap, n: int, times: SourceTimes, txns: Callable, closed: flo
       start of the excess, the running minimum of j - rate * arrival_j); the rest is the
       queue applied slower than usual: `low_parallelism` when their mean execution time
       explains less of the slowdown than the fall in how many ran at once, else
-      `heavy_stretch`."""
+      `heavy_stretch`. `lags`: the first lap's, where the caller has them."""
     # on a day of binlog each of these arrays is tens of MB: made once, let go when read
     source = lap.source[:n]
     commit = lap.commit[:n]
     execs = lap.exec[:n]
-    k = int(np.argmax(lap.lag_of(0, n)))
+    k = int(np.argmax(lap.lag_of(0, n) if lags is None else lags))
     arrive_k = source[k] + delay
     total, wait = float(commit[k] - source[k]), float(commit[k] - arrive_k)
     ahead = np.flatnonzero(commit[:k] > arrive_k)
