@@ -18,7 +18,7 @@ import numpy as np
 from .metrics import PER_SECOND
 from .replay import Replayer, SourceTimes, lag_over_time, shown_clock
 from .schedulers import SchedulerError, parse_scheduler
-from .simcore import Deadlock
+from .simcore import Deadlock, SimulationError
 # the calibration spread's ends and each answer's range: model/spread.py's, shared with
 # `report` and `score` (spread_ends re-exported: lag_check and the tests import it from here)
 from .spread import SPREAD_ENDS, add_ranges, spread_ends  # noqa: F401
@@ -61,6 +61,12 @@ def lag_one(txns: Callable, times: SourceTimes, scheduler: str, workers: int, pr
                    applier_options=dict(applier_options or {}), on_run=on_run)
     n = times.count
     closed = rep.closed_makespan()
+    if not math.isfinite(2 * n * closed):
+        # the lags' sums (each lag below about two closed backlogs) past what a float holds:
+        # no verdict, mean or headroom would mean anything
+        raise SimulationError(f"the trace's costs add up to {closed:.3g} µs under profile "
+                              f"{profile.name}, beyond what a float holds summed over its "
+                              f"{n:,} transactions: nothing to replay")
     # the first lap's times, and the second's last lag (what keeps_up and the growth read)
     two = rep.replay(1.0, laps=2, detail=True, keep=n)
     keeps_up = rep.keeps_up(1.0, two)

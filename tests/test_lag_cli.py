@@ -51,6 +51,17 @@ def test_json_is_strict_when_the_backlog_takes_no_time(tmp_path, capsys):
     assert row["straight_line_drain_s"] == 0.0
 
 
+def test_costs_past_what_a_float_sums_are_refused_in_one_line(tmp_path, capsys):
+    """Transactions of 1e307 µs each (fuzz trace:report): their lags' mean overflowed, and `lag`
+    said the replica keeps up with headroom 1000 and a mean lag of Infinity (not JSON)."""
+    path = _write(tmp_path, _independent(30, 0.001, exec_us=1e307))
+    rc, out, err = _lag([path, "--profile", "ideal", "--scheduler", "serial", "--json"], capsys)
+    assert rc == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("commitsched: error: ")
+    assert "beyond what a float holds" in lines[0]
+
+
 @pytest.mark.parametrize("rows,said", [
     ([{"seq": 1, "writes": [], "timestamp": EPOCH + 0.5}], "one transaction"),
     ([{"seq": i, "writes": [], "timestamp": EPOCH + 0.5} for i in (1, 2, 3)],
