@@ -120,6 +120,12 @@ class TraceSource:
             trace = load_trace(path)
             self.source, self._txns, self.count = trace.source, trace.txns, len(trace.txns)
 
+    def hold(self) -> None:
+        """Keep a streamed trace's Txn objects too (one more read of the file), for a command
+        whose passes read them several times; its columns stay."""
+        if self._txns is None:
+            self._txns = list(iter_trace(self.path)[1])
+
     def columns(self):
         if self._columns is None:
             # the core's loader reads the file again into the same columns (a file it refuses

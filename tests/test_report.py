@@ -171,6 +171,36 @@ def test_report_jobs_change_no_byte(tmp_path, capsys, trace, fmt):
     assert printed["1"] == printed["2"] and json.loads(printed["1"])["results"]
 
 
+def test_a_streamed_trace_gives_the_report_of_a_held_one(tmp_path, monkeypatch):
+    """Past what the blame section takes the report streams the trace (its Txn objects read
+    again from the file per pass, not held): the same page and report.json as holding them,
+    blame section included, which then reads the file again; a trace the section takes is
+    held."""
+    from commitsched import cli as cli_mod
+    from commitsched.report import cli as report_cli
+    made = []
+    real_hold = cli_mod.TraceSource.hold
+
+    def hold(self):
+        made.append(self.path)
+        real_hold(self)
+    monkeypatch.setattr(cli_mod.TraceSource, "hold", hold)
+    pages = {}
+    for name, limit in (("held", None), ("streamed", 0)):
+        monkeypatch.setattr(report_cli, "HOLD_AT_MOST", limit)
+        made.clear()
+        out = tmp_path / name
+        assert main(["report", RW8, "-o", str(out), "--workers", "1,2,4", "--quiet", "--jobs",
+                     "1", "--engine", "compiled"]) == 0
+        pages[name] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+        assert made == ([RW8] if limit is None else []), name
+    assert pages["held"] == pages["streamed"]
+    assert json.loads(pages["held"]["report.json"])["blame"]["transactions"]
+    monkeypatch.setattr(report_cli, "HOLD_AT_MOST", None)
+    trace = report_cli._trace_source(RW8)
+    assert trace.streaming and trace._txns is not None
+
+
 def test_runs_taken_from_the_sweep_give_the_figures_of_runs_made_afresh():
     """The report takes some runs from its sweep instead of making them again: the commit wait
     count that the sweep's slave_group_commit uses, the one-thread MariaDB run (the same for

@@ -10,6 +10,10 @@ import os
 import sys
 import time
 
+# the report holds a trace's Txn objects up to this many transactions (None: as many as the blame
+# section takes, blame_section.MAX_TRANSACTIONS) and streams a larger one (`_trace_source`)
+HOLD_AT_MOST: int | None = None
+
 
 def _threshold(text: str) -> float:
     try:
@@ -91,14 +95,32 @@ def cmd_report(args) -> int:
         return _report(args, inp, profile, bugs, started)
 
 
+def _trace_source(path: str):
+    """The trace as the report reads it. The compiled core replays from columns, so a trace
+    past what the blame section takes is streamed: its Txn objects (about 850 bytes a
+    transaction) are read again from the file by the few passes that need them, not held (a
+    1M-transaction trace: 0.4 GB at the peak against 1.25). A trace the blame section takes
+    is held as well: that section reads it several times over, and holds a copy of it anyway.
+    The reference engine replays from Txn objects: held up to STREAM_ABOVE_BYTES, as `score`."""
+    from .. import engine
+    from ..cli import TraceSource
+    if engine.default() != "compiled":
+        return TraceSource(path)
+    from .blame_section import MAX_TRANSACTIONS
+    trace = TraceSource(path, stream=True)
+    if trace.count <= (MAX_TRANSACTIONS if HOLD_AT_MOST is None else HOLD_AT_MOST):
+        trace.hold()
+    return trace
+
+
 def _report(args, inp, profile, bugs, started: float) -> int:
-    from ..cli import (Progress, TraceSource, UsageError, _applier_options, _mysql_defaults,
+    from ..cli import (Progress, UsageError, _applier_options, _mysql_defaults,
                        _mysql_schedulers, _tracker_options)
     from ..scoring import default_jobs
     from .analysis import build_report
     progress = Progress(args.quiet, started=started)
     progress(f"reading {inp.label}")
-    trace = TraceSource(inp.trace)
+    trace = _trace_source(inp.trace)
     if args.window_start is not None and not 1 <= args.window_start <= trace.count:
         raise UsageError(f"report: --window-start {args.window_start} is not a seq of the trace "
                          f"(1..{trace.count})")
