@@ -15,7 +15,7 @@ PROFILE ?= replica16
 TRACE ?= traces/examples/oltp_rw_8clients.jsonl.gz
 
 .PHONY: setup python-deps rust java tlc-jar graphviz mariadb-client demo demo-score demo-tlc test test-slow \
-        tlc score bench bench-day bench-drain bench-lag mutants calibrate calibrate-report fidelity fidelity-fit record clean \
+        tlc score bench bench-day bench-drain bench-lag bench-report mutants calibrate calibrate-report fidelity fidelity-fit record clean \
         help fuzz lag-check lag-check-report lag-check-c lag-check-c-report lag-check-d lag-check-d-report lag-check-e lag-check-e-report lag-check-f lag-check-f-report lag-check-d-refit \
         lag-check-g lag-check-g-report lag-check-groups lag-check-h lag-check-h-report \
         lag-check-i lag-check-i-report lag-check-j lag-check-j-report lag-check-k lag-check-k-report lag-check-l lag-check-l-report lag-check-m lag-check-m-report lag-check-n lag-check-n-report lag-check-o lag-check-o-report lag-check-p lag-check-p-report lag-check-p-no-host-pace host-pace lag-noise-floor lag-check-f-median3 ktrace ktrace-report disk-hold-probe disk-hold-drains relaxed-drains hold-share probe-cores cpu-by-durability
@@ -35,6 +35,7 @@ help:
 	@echo "make bench-day  score a generated 10M-transaction trace: time and peak memory"
 	@echo "make bench-drain  lag --backlog on a short trace whose drain replays hundreds of laps: peak memory"
 	@echo "make bench-lag  lag of one configuration on the day's 10M-transaction trace: time and peak memory"
+	@echo "make bench-report  report of the day's 10M-transaction trace: time and peak memory"
 	@echo "make mutants    every catalogue bug against TLC, the properties, trace validation, z3"
 	@echo "make calibrate  measure a real MariaDB replica (2 workloads), fit durable-/relaxed-mariadb (~25 min)"
 	@echo "make calibrate-report  refit and redo the calibration tables from the stored measurements"
@@ -221,6 +222,12 @@ bench-drain:
 LAG_DAY ?= 10000000
 bench-lag:
 	$(PY) -m commitsched.bench --lag $(LAG_DAY) $(BENCH_ARGS)
+
+# A day's report: report --jobs 2 of the day's trace (bench-day's), its time and bytes per
+# transaction (~5 min once the trace exists)
+REPORT_DAY ?= 10000000
+bench-report:
+	$(PY) -m commitsched.bench --report $(REPORT_DAY) $(BENCH_ARGS)
 
 # The bug catalogue on every side: TLC (*_bug.cfg), hypothesis properties, trace validation, z3.
 mutants: $(TLC_JAR)

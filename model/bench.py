@@ -34,6 +34,11 @@ ratios to the targets (never asserted: the machine is shared and noisy).
    `commitsched lag` of one configuration (writeset+mysql, W=4: two laps, the headroom
    search), its wall time per million transactions and its peak memory (as in 6) per
    transaction against the day's 200 bytes.
+10. A day's report (`--report N`, `make bench-report`: 10,000,000, the trace of 6):
+   `commitsched report --jobs 2` of the trace with its defaults (every scheduler x W 1, 2, 4, 8,
+   16, the keeping-up replays, the what-ifs on their sample; the blame section is left out
+   past 200,000 transactions), its wall time and peak memory (as in 6) per transaction, beside
+   the day's 600 s and 200 bytes.
 """
 from __future__ import annotations
 
@@ -352,6 +357,28 @@ def lag_day(n: int, directory: str, profile: str, log) -> dict:
     return row
 
 
+def report_day(n: int, directory: str, profile: str, log) -> dict:
+    """`commitsched report --jobs 2` of the generated n-transaction trace (section 6's), timed,
+    its processes' memory sampled."""
+    path = ensure_trace(n, directory, log)
+    out = os.path.join(directory, f"report-{n}")
+    cmd = [sys.executable, "-m", "commitsched", "report", path, "--profile", profile,
+           "--jobs", "2", "--quiet", "-o", out]
+    wall, peak = _sampled_run(cmd, "the report", log)
+    with open(os.path.join(out, "report.json")) as fh:
+        runs = len(json.load(fh)["results"])
+    row = {"transactions": n, "runs": runs, "seconds": round(wall, 1), "peak_bytes": peak,
+           "bytes_per_txn": round(peak / n, 1),
+           "ratio_time": round(DAY_SECONDS / wall, 3),
+           "ratio_memory": round(DAY_BYTES_PER_TXN / (peak / n), 3)}
+    print(f"report: {n:,} transactions, {runs} sweep runs and the sections after them "
+          f"(--jobs 2, profile {profile}): {wall:.1f} s = {DAY_SECONDS / wall:.2f}x the day's "
+          f"600 s; peak memory (every process's proportional set size, sampled) "
+          f"{peak / 1e6:,.0f} MB = {peak / n:.0f} B/txn = "
+          f"{DAY_BYTES_PER_TXN / (peak / n):.2f}x the day's 200 B/txn")
+    return row
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m commitsched.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -390,6 +417,9 @@ def main(argv=None) -> int:
     ap.add_argument("--lag", type=int, metavar="N",
                     help="only section 9: `lag` of one configuration on the N-transaction "
                          "trace, its time and memory (make bench-lag: 10,000,000)")
+    ap.add_argument("--report", type=int, metavar="N",
+                    help="only section 10: `report` of the N-transaction trace, its time and "
+                         "memory (make bench-report: 10,000,000)")
     args = ap.parse_args(argv)
 
     def log(msg: str) -> None:
@@ -398,8 +428,10 @@ def main(argv=None) -> int:
     from . import columnar, engine
     from .schedulers import parse_scheduler
     os.makedirs(args.dir, exist_ok=True)
-    if args.day or args.drain or args.lag:
-        if args.day:
+    if args.day or args.drain or args.lag or args.report:
+        if args.report:
+            key, row = "report", report_day(args.report, args.dir, args.profile, log)
+        elif args.day:
             key, row = "day", day_sweep(args.day, args.dir, args.profile, log)
         elif args.drain:
             key, row = "drain", long_drain(20_000, args.drain, args.dir, args.profile, log)
