@@ -317,6 +317,31 @@ def test_report_checks_its_folder_before_the_runs(tmp_path, capsys, monkeypatch)
         assert err.count("\n") == 1 and said in err and out_path in err
 
 
+def test_a_replica_slower_than_the_source_is_said_never_to_drain_at_once(monkeypatch):
+    """30 transactions applied 2% slower than they arrive: the keeps-up test forgives the
+    appliers' jitter on a trace this short, so the headroom comes out above 1, but the backlog
+    of a stop never shrinks. The drain used to double its laps to the most it replays (20 M
+    transactions, twice: a minute; fuzz, 2026-11-28); it now says so after its first attempt."""
+    from commitsched import replay
+    monkeypatch.setattr(replay, "DRAIN_MAX_TRANSACTIONS", 30 * 200_000)
+    trace = trace_from_dicts(_independent(30, 100e-6, exec_us=102.0))
+    rep = replay.Replayer(lambda: iter(trace.txns), source_times(trace.txns),
+                          "commit_order+mysql", 1, get_profile("ideal"))
+    assert rep.closed_makespan() > rep.times.period and rep.keeps_up(1.0)
+    headroom, _ = rep.headroom()
+    assert headroom > 1.0
+    before = rep.runs
+    drain, why = rep.drain(2e5, headroom=headroom)
+    assert drain is None and "did not shrink" in why and "never drains" in why
+    assert rep.runs - before == 2
+    # a replica that does apply faster than the source still drains
+    fast = trace_from_dicts(_independent(30, 100e-6, exec_us=50.0))
+    rep = replay.Replayer(lambda: iter(fast.txns), source_times(fast.txns),
+                          "commit_order+mysql", 1, get_profile("ideal"))
+    drain, why = rep.drain(10_000.0, headroom=rep.headroom()[0])
+    assert why is None and drain == pytest.approx(10_000.0, rel=0.05)
+
+
 @pytest.mark.parametrize("args,said", [
     (["--window", "0"], "--window must be longer than 0"),
     (["--window", "10s", "--probe", "5s", "--probe-at", "20s"], "after the window ends"),
