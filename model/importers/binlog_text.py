@@ -196,6 +196,8 @@ class Reader:
         self._started = False          # any binlog file (or input) seen yet
         self._rotated = False          # a Rotate event ended the last file
         self._start_file: int | None = None  # file index of the last Start event
+        # (file, sequence_number) of the last transaction yielded: the clock goes up in a file
+        self._last_clock: tuple[int, int] | None = None
         self._fk_parent_cache: dict[tuple[str, str], bool] = {}
         self._allow_parallel: bool | None = None
         self._meta: dict[int, tuple[str, str]] = {}
@@ -432,6 +434,20 @@ class Reader:
             if done.bad is not None:
                 self.skipped.append(Skipped(done.bad[0], done.gtid, done.bad[1]))
                 return None
+            if done.sequence_number is not None:
+                # the trace's loader refuses a clock that goes back within a file: a GTID event
+                # out of place is this transaction's problem, not a trace that cannot be read
+                last = self._last_clock
+                if last is not None and last[0] == done.file and done.sequence_number <= last[1]:
+                    reason = (f"sequence_number {done.sequence_number} is not above the previous "
+                              f"transaction's {last[1]} in the same binlog file" +
+                              (f" (binlog position {done.start_pos})"
+                               if done.start_pos is not None else ""))
+                    if self.strict:
+                        raise InputError(done.line, reason)
+                    self.skipped.append(Skipped(done.line, done.gtid, reason))
+                    return None
+                self._last_clock = (done.file, done.sequence_number)
             return done.to_txn(0)
 
         def start(fields: dict, at: int) -> None:
