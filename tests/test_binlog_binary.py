@@ -645,3 +645,99 @@ def test_writer_lays_out_a_payload_as_mysql_does():
     assert real[:5] == ours[:5] == bytes([2, 1, 0, 3, 1])            # ZSTD, then the size
     assert real[5] == 179 and real[6:8] == ours[6:8] == bytes([1, 1])
     assert real[real.index(b"\x28\xb5\x2f\xfd") - 1] == 0            # end mark, then zstd
+
+
+# ---------------------------------------------------------------- damage found by the fuzzer
+
+def _import_in_child(path: str, *args: str) -> tuple[int, str]:
+    """`commitsched import PATH -o PATH.jsonl ARGS` in a child process whose address space is
+    capped at 2 GiB: a damaged field that makes the reader allocate what it says aborts the
+    process (an allocation failure is no exception), which must not take the test run with it."""
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
+            "from commitsched.cli import main; sys.exit(main(sys.argv[1:]))")
+    r = subprocess.run([sys.executable, "-c", code, "import", path, "-o", path + ".jsonl",
+                        "--quiet", *args], capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stderr
+
+
+def _with_crc(data: bytearray, at: int) -> None:
+    size = int.from_bytes(data[at + 9:at + 13], "little")
+    data[at + size - 4:at + size] = zlib.crc32(bytes(data[at:at + size - 4])).to_bytes(4, "little")
+
+
+def test_an_event_longer_than_the_file_is_refused_not_allocated(tmp_path):
+    """An event header whose size field says 4 GB (fuzz, 2026-11-28): the reader asked for a
+    buffer of that size before reading it, which aborts a process with less memory to give; now
+    an event that ends past the file's end is refused at its position, and --skip-bad keeps the
+    transactions before it."""
+    data = bytearray(open(MDB, "rb").read())
+    at = [a for a, typ, _ in _events(bytes(data))][len(list(_events(bytes(data)))) // 2]
+    data[at + 9:at + 13] = (0xF0000000).to_bytes(4, "little")
+    bad = tmp_path / "long.000002"
+    bad.write_bytes(bytes(data))
+    rc, err = _import_in_child(str(bad), "--schema", MDB_SCHEMA)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert (f"truncated or corrupt event: its header says {0xF0000000} bytes, past the file's "
+            f"end at {len(data)} (binlog position {at})") in err
+    rc, err = _import_in_child(str(bad), "--schema", MDB_SCHEMA, "--skip-bad")
+    assert rc == 0, err
+    assert 0 < len(load_trace(str(bad) + ".jsonl").txns) < 11
+
+
+def test_a_decimal_whose_scale_is_above_its_precision_is_refused_not_allocated(tmp_path):
+    """A table map's DECIMAL(10,5) damaged into DECIMAL(10,65), its checksum made right again
+    (fuzz, 2026-11-28): mysql_common sized the value from precision - scale, wrapped around,
+    and asked for 8 EB, aborting the process; now the row is refused in one line."""
+    data = bytearray(open(KEYTYPES, "rb").read())
+    maps = [(a, size) for a, typ, size in _events(bytes(data)) if typ == 19]
+    damaged = 0
+    for at, size in maps:
+        body = at + 19
+        p = body + 8
+        p += data[p] + 2                                    # the database's name, then NUL
+        p += data[p] + 2                                    # the table's
+        n, k = _packed(data, p)
+        types = list(data[p + k:p + k + n])
+        if 246 not in types:
+            continue
+        _, k2 = _packed(data, p + k + n)
+        meta = p + k + n + k2
+        sizes = {3: 0, 10: 0, 13: 0, 18: 1, 17: 1, 19: 1, 4: 1, 5: 1}
+        offset = sum(sizes[t] for t in types[:types.index(246)])
+        assert data[meta + offset] >= data[meta + offset + 1]     # precision, scale
+        data[meta + offset + 1] = 65
+        _with_crc(data, at)
+        damaged += 1
+    assert damaged
+    bad = tmp_path / "decimal.000001"
+    bad.write_bytes(bytes(data))
+    rc, err = _import_in_child(str(bad))
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "in the table map: no server writes that column type" in err and "DECIMAL(" in err
+    rc, err = _import_in_child(str(bad), "--skip-bad")
+    assert rc == 0, err
+    load_trace(str(bad) + ".jsonl")
+
+
+def test_a_clock_going_back_in_a_binary_file_is_refused_or_skipped(tmp_path):
+    """A MySQL 8 file whose third transaction's sequence_number is not above the second's: the
+    trace's loader refuses that clock, so the reader refuses it at that GTID event, or leaves
+    the transaction out under --skip-bad, and never writes a trace that cannot be read."""
+    from commitsched.importers import mysql_writer as mw
+    w = mw.Writer()
+    clocks = [(0, 1), (1, 2), (1, 2), (2, 3)]
+    for i, (lc, sn) in enumerate(clocks):
+        w.transaction(lc, sn, 1_700_000_000_000_000 + i,
+                      [(mw.QUERY, mw.query_body("BEGIN", "d")), (mw.XID, i.to_bytes(8, "little"))])
+    path = tmp_path / "clock.000001"
+    path.write_bytes(bytes(w.data))
+    third = [a for a, typ, _ in _events(bytes(w.data)) if typ == mw.ANONYMOUS_GTID][2]
+    with pytest.raises(TraceError) as e:
+        import_binlog([str(path)], str(tmp_path / "o.jsonl"))
+    assert e.value.reason == ("sequence_number 2 is not above the previous transaction's 2 in "
+                              f"the same binlog file (binlog position {third})")
+    assert not (tmp_path / "o.jsonl").exists()
+    stats = import_binlog([str(path)], str(tmp_path / "o.jsonl"), skip_bad=True)
+    tr = load_trace(str(tmp_path / "o.jsonl")).txns
+    assert [(t.last_committed, t.sequence_number) for t in tr] == [(0, 1), (1, 2), (2, 3)]
+    assert stats.transactions == 3 and sum(stats.skipped.values()) == 1

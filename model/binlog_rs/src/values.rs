@@ -367,6 +367,18 @@ pub fn read_image<'a>(
             }
             continue;
         }
+        if ty == ColumnType::MYSQL_TYPE_NEWDECIMAL {
+            // mysql_common sizes the value from precision - scale: a damaged table map with the
+            // scale above the precision would wrap that around and ask for exabytes, which
+            // aborts the process (an allocation failure is no panic to catch)
+            let (precision, scale) = (meta.first().copied().unwrap_or(0), meta.get(1).copied().unwrap_or(0));
+            if scale > precision || precision > 65 {
+                return Err(bad_data(&format!(
+                    "DECIMAL({},{}) in the table map: no server writes that column type",
+                    precision, scale
+                )));
+            }
+        }
         // unsigned or not, the printer shows a negative reading with its unsigned one, so
         // the signed reading is all that is needed (and MEDIUMINT prints as the printer's)
         let value: BinlogValue<'_> = buf.parse((ty, meta, false, false))?;
