@@ -354,6 +354,39 @@ def run_cli(argv: list[str], per_run: float, allowed=(0, 2)) -> Outcome:
     return Outcome(rc, seconds, text, problem)
 
 
+def run_cli_isolated(argv: list[str], per_run: float, allowed=(0, 2)) -> Outcome:
+    """`run_cli` in a forked child, so that a native extension that aborts the process (a
+    failed allocation in Rust is no exception: the binary reader asked for exabytes once) is a
+    finding with its input saved, not the end of the campaign. The child's own stderr (where
+    such an abort writes) goes to a file the parent reads."""
+    import pickle
+    with tempfile.TemporaryFile() as native:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:                                  # pragma: no cover - the child
+            try:
+                os.close(r)
+                os.dup2(native.fileno(), 2)
+                import faulthandler     # its dump of an abort would go to the parent's stderr
+                faulthandler.disable()
+                data = pickle.dumps(run_cli(argv, per_run, allowed))
+                with os.fdopen(w, "wb") as out:
+                    out.write(data)
+            finally:
+                os._exit(0)
+        os.close(w)
+        with os.fdopen(r, "rb") as back:
+            data = back.read()
+        _, status = os.waitpid(pid, 0)
+        if data:
+            return pickle.loads(data)
+        native.seek(0)
+        said = native.read().decode("utf-8", "replace")[-1500:]
+    how = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
+           else f"exit {os.WEXITSTATUS(status)} before it reported")
+    return Outcome(None, 0.0, said, f"process died ({how}), no one-line error: {said[:600]}")
+
+
 def _place(e: BaseException) -> str:
     """The innermost commitsched frame of a traceback: file:function, to group findings."""
     place = "?"
@@ -493,7 +526,7 @@ class Campaign:
                 with open(os.path.join(wd, name), "wb") as f:
                     f.write(data)
             argv = argv_of(wd)
-            o = run_cli(argv, self.per_run, allowed)
+            o = run_cli_isolated(argv, self.per_run, allowed)
             if o.problem is None:
                 why = check_outputs(wd, [os.path.join(wd, p) for p in outputs], o.rc)
                 if why is None and o.rc != 0:

@@ -380,6 +380,27 @@ def test_fuzz_run_cli_sees_an_unexplained_exit(monkeypatch):
     assert "exit status 3" in fuzz.run_cli(["x"], per_run=5).problem
 
 
+def test_fuzz_isolated_run_sees_an_abort_and_keeps_going(monkeypatch):
+    """A native extension that aborts the process (the binary reader's failed allocation,
+    2026-11-28, ended a whole campaign without a finding): in a forked child it is a finding
+    with what the child wrote to its stderr, and the campaign goes on; a run that reports comes
+    back as `run_cli` gives it."""
+    import os
+
+    def aborts(argv):
+        os.write(2, b"memory allocation of 8198552921648689613 bytes failed\n")
+        os.abort()
+    monkeypatch.setattr(cli, "main", aborts)
+    o = fuzz.run_cli_isolated(["import", "x"], per_run=10)
+    assert o.problem.startswith("process died (killed by signal 6)")
+    assert "memory allocation of 8198552921648689613 bytes failed" in o.problem
+    monkeypatch.setattr(cli, "main", lambda argv: 3)
+    assert "exit status 3" in fuzz.run_cli_isolated(["x"], per_run=5).problem
+    monkeypatch.setattr(cli, "main", lambda argv: 0)
+    o = fuzz.run_cli_isolated(["x"], per_run=5)
+    assert o.problem is None and o.rc == 0
+
+
 def test_fuzz_check_outputs_sees_half_written_files(tmp_path):
     good = tmp_path / "good.jsonl"
     good.write_text(json.dumps(HEADER) + '\n{"seq":1,"writes":[]}\n')
