@@ -380,25 +380,49 @@ def test_fuzz_run_cli_sees_an_unexplained_exit(monkeypatch):
     assert "exit status 3" in fuzz.run_cli(["x"], per_run=5).problem
 
 
-def test_fuzz_isolated_run_sees_an_abort_and_keeps_going(monkeypatch):
+def test_fuzz_runner_sees_an_abort_and_keeps_going(monkeypatch):
     """A native extension that aborts the process (the binary reader's failed allocation,
-    2026-11-28, ended a whole campaign without a finding): in a forked child it is a finding
-    with what the child wrote to its stderr, and the campaign goes on; a run that reports comes
-    back as `run_cli` gives it."""
+    2026-11-28, ended a whole campaign without a finding): in the forked worker it is a finding
+    with what the worker wrote to its stderr, and the next run gets a fresh worker; runs that
+    report come back as `run_cli` gives them, one worker for many."""
     import os
 
-    def aborts(argv):
-        os.write(2, b"memory allocation of 8198552921648689613 bytes failed\n")
-        os.abort()
-    monkeypatch.setattr(cli, "main", aborts)
-    o = fuzz.run_cli_isolated(["import", "x"], per_run=10)
-    assert o.problem.startswith("process died (killed by signal 6)")
-    assert "memory allocation of 8198552921648689613 bytes failed" in o.problem
-    monkeypatch.setattr(cli, "main", lambda argv: 3)
-    assert "exit status 3" in fuzz.run_cli_isolated(["x"], per_run=5).problem
-    monkeypatch.setattr(cli, "main", lambda argv: 0)
-    o = fuzz.run_cli_isolated(["x"], per_run=5)
-    assert o.problem is None and o.rc == 0
+    def main(argv):
+        if argv[0] == "abort":
+            os.write(2, b"memory allocation of 8198552921648689613 bytes failed\n")
+            os.abort()
+        return int(argv[0])
+    monkeypatch.setattr(cli, "main", main)
+    runner = fuzz.Runner()
+    try:
+        assert runner(["0"], per_run=5).problem is None
+        first = runner.pid
+        assert "exit status 3" in runner(["3"], per_run=5).problem
+        assert runner.pid == first                      # the same worker
+        o = runner(["abort"], per_run=10)
+        assert o.problem.startswith("process died (killed by signal 6)")
+        assert "memory allocation of 8198552921648689613 bytes failed" in o.problem
+        o = runner(["0"], per_run=5)
+        assert o.problem is None and o.rc == 0 and runner.pid not in (None, first)
+    finally:
+        runner.close()
+
+
+def test_fuzz_runner_kills_a_worker_deaf_to_its_alarm(monkeypatch):
+    """A run stuck where the alarm cannot reach it (native code; here the signal blocked) gets
+    no answer past twice its limit and a grace: the worker is killed, a hang is reported."""
+    import signal as sig
+
+    def deaf(argv):
+        sig.pthread_sigmask(sig.SIG_BLOCK, {sig.SIGALRM})
+        time.sleep(60)
+    monkeypatch.setattr(cli, "main", deaf)
+    runner = fuzz.Runner(grace=0.5)
+    try:
+        o = runner(["x"], per_run=0.2)
+        assert o.problem.startswith("hang: no answer after 0.9 s") and runner.pid is None
+    finally:
+        runner.close()
 
 
 def test_fuzz_check_outputs_sees_half_written_files(tmp_path):
