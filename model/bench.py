@@ -279,15 +279,23 @@ def day_sweep(n: int, directory: str, profile: str, log) -> dict:
     wall, peak = _sampled_run(cmd, "the day's sweep", log)
     with open(out) as fh:
         runs = len(json.load(fh))
+    row, figures = _day_row(n, runs, wall, peak)
+    print(f"day: {n:,} transactions, {runs} runs (every scheduler x W 1,2,4,8,16, profile "
+          f"{profile}): {figures}")
+    return row
+
+
+def _day_row(n: int, runs: int, wall: float, peak: int) -> tuple[dict, str]:
+    """A day's command as measured, against the day's 600 s and 200 B a transaction: (its row,
+    the same in words)."""
     row = {"transactions": n, "runs": runs, "seconds": round(wall, 1), "peak_bytes": peak,
            "bytes_per_txn": round(peak / n, 1),
            "ratio_time": round(DAY_SECONDS / wall, 3),
            "ratio_memory": round(DAY_BYTES_PER_TXN / (peak / n), 3)}
-    print(f"day: {n:,} transactions, {runs} runs (every scheduler x W 1,2,4,8,16, profile "
-          f"{profile}): {wall:.1f} s = {DAY_SECONDS / wall:.2f}x the 600 s target; peak memory "
-          f"(every process's proportional set size, sampled) {peak / 1e6:,.0f} MB = {peak / n:.0f} B/txn = "
-          f"{DAY_BYTES_PER_TXN / (peak / n):.2f}x the 200 B/txn target")
-    return row
+    return row, (f"{wall:.1f} s = {DAY_SECONDS / wall:.2f}x the day's 600 s target; peak "
+                 f"memory (every process's proportional set size, sampled) {peak / 1e6:,.0f} MB "
+                 f"= {peak / n:.0f} B/txn = {DAY_BYTES_PER_TXN / (peak / n):.2f}x the day's "
+                 f"200 B/txn target")
 
 
 DRAIN_TRACE = dict(workload="oltp_read_write", clients=2, tables=8, seed=7)
@@ -367,15 +375,9 @@ def report_day(n: int, directory: str, profile: str, log) -> dict:
     wall, peak = _sampled_run(cmd, "the report", log)
     with open(os.path.join(out, "report.json")) as fh:
         runs = len(json.load(fh)["results"])
-    row = {"transactions": n, "runs": runs, "seconds": round(wall, 1), "peak_bytes": peak,
-           "bytes_per_txn": round(peak / n, 1),
-           "ratio_time": round(DAY_SECONDS / wall, 3),
-           "ratio_memory": round(DAY_BYTES_PER_TXN / (peak / n), 3)}
+    row, figures = _day_row(n, runs, wall, peak)
     print(f"report: {n:,} transactions, {runs} sweep runs and the sections after them "
-          f"(--jobs 2, profile {profile}): {wall:.1f} s = {DAY_SECONDS / wall:.2f}x the day's "
-          f"600 s; peak memory (every process's proportional set size, sampled) "
-          f"{peak / 1e6:,.0f} MB = {peak / n:.0f} B/txn = "
-          f"{DAY_BYTES_PER_TXN / (peak / n):.2f}x the day's 200 B/txn")
+          f"(--jobs 2, profile {profile}): {figures}")
     return row
 
 
