@@ -448,6 +448,7 @@ def test_fuzz_campaign_smoke(tmp_path):
     c = fuzz.Campaign(str(tmp_path), per_run=20, seed=3)
     for fn in (c.target_import, c.target_args):
         c._batch(fn, 3)
+    c.runner.close()
     s = c.summary(1.0)
     assert s["targets"]["import:text"]["inputs"] == 8
     assert s["targets"]["args"]["inputs"] == 8
