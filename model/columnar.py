@@ -36,8 +36,8 @@ _GET = operator.attrgetter(*_FIELDS)
 
 
 class Columns:
-    """A trace's columns. `n` transactions, seqs `seq0 .. seq0 + n - 1` (None when the seqs are
-    not consecutive: no core run then); `arrays` by the core's column names; `keys`: the row
+    """A trace's columns. `n` transactions, seqs `seq0 .. seq0 + n - 1` (None when the core
+    cannot run them: seqs not consecutive, an integer beyond 64 bits, more than 2^32 keys); `arrays` by the core's column names; `keys`: the row
     keys by id; `replica_locks`: whether any transaction has some (the compiled MySQL applier
     does not model them); `keys_unknown`: whether any transaction names tables whose keys are
     unknown (trace format version 2, model/keys.py: a run that needs keys then goes to the

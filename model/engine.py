@@ -92,7 +92,8 @@ def unsupported(sched, columns, bugs=frozenset(), tracker_options=None,
     if _core is None:
         return "the compiled core is not built"
     if columns is None or columns.seq0 is None:
-        return "the trace's seqs are not consecutive"
+        return ("the trace's seqs are not consecutive, or it holds an integer beyond 64 bits "
+                "or more than 2^32 keys")
     if not sched.is_serial:
         if sched.tracker == "certification" or sched.applier in CERTIFICATION_APPLIERS:
             return ("the certification-based schedulers (Galera, Group Replication: "
