@@ -824,13 +824,15 @@ def write_jsonl_atomic(path: str, lines: Iterable[dict | str], then: str | None 
 
 
 def write_text_atomic(path: str, text: str) -> None:
-    """Write a text file atomically (temporary file in the same folder + rename)."""
+    """Write a text file atomically (temporary file in the same folder + rename). A lone
+    surrogate (a trace's string may hold one: valid JSON, not Unicode) is written as its
+    escape, `\ud800`, as standard output prints it."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=directory)
     os.chmod(tmp, _umask_mode())
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as out:
             out.write(text)
         os.replace(tmp, path)
     except BaseException:

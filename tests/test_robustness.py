@@ -169,7 +169,8 @@ def test_costs_beyond_a_float(tmp_path, capsys, argv):
          "last_committed": 0, "sequence_number": 1},
         {"seq": 2, "writes": ["d.t/PRIMARY=2"], "exec": 1e308, "commit": 1,
          "last_committed": 0, "sequence_number": 2}])
-    argv = [a.replace("REP", str(tmp_path / "rep")) for a in argv]
+    argv = [a.replace("REP", str(tmp_path / "rep")).replace("OUT", str(tmp_path / "out.txt"))
+            for a in argv]
     rc, _, err = run([argv[0], t, *argv[1:]], capsys)
     assert rc == 2
     one_error_line(err, where="beyond what a float holds")
@@ -201,12 +202,18 @@ SURROGATE_TRACE = ('{"format":"commitsched-trace","version":1,"source":{}}\n'
 
 @pytest.mark.parametrize("argv", [["schedule", "--scheduler", "commit_order+mysql", "--workers",
                                    "2"], ["report", "--quiet", "-o", "REP"],
-                                  ["score", "--quiet", "--json"]])
+                                  ["score", "--quiet", "--json"],
+                                  ["blame", "--scheduler", "commit_order+mysql", "--workers", "2",
+                                   "-o", "OUT"]])
 def test_lone_surrogate_in_a_gtid(tmp_path, argv):
-    """Printed escaped (a real process: stdout is strict UTF-8), pages written."""
+    """Printed escaped (a real process: stdout is strict UTF-8), pages and files written (a
+    file given with -o was a traceback: fuzz trace:blame, 2026-11-28)."""
     t = tmp_path / "s.jsonl"
-    t.write_text(SURROGATE_TRACE)
-    argv = [a.replace("REP", str(tmp_path / "rep")) for a in argv]
+    # a second transaction waits on the first, so that blame lists the first (and its gtid)
+    t.write_text(SURROGATE_TRACE + '{"seq":2,"writes":["d.t/PRIMARY=1"],"exec":1,'
+                                   '"last_committed":1,"sequence_number":2}\n')
+    argv = [a.replace("REP", str(tmp_path / "rep")).replace("OUT", str(tmp_path / "out.txt"))
+            for a in argv]
     r = subprocess.run([sys.executable, "-m", "commitsched", argv[0], str(t), *argv[1:]],
                        capture_output=True, text=True, errors="replace", timeout=300,
                        env={**os.environ, "PYTHONIOENCODING": "utf-8"})
@@ -216,6 +223,8 @@ def test_lone_surrogate_in_a_gtid(tmp_path, argv):
         assert "\\ud800x" in r.stdout
     if argv[0] == "report":
         assert "\\ud800x" in (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
+    if argv[0] == "blame":
+        assert "\\ud800x" in (tmp_path / "out.txt").read_text(encoding="utf-8")
 
 
 def test_no_command_is_one_error_line(capsys):
